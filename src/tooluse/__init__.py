@@ -1,0 +1,54 @@
+"""tooluse: a runtime for language-model agents that call tools."""
+
+from ._agent import Agent
+from ._dispatch import Dispatcher, Ledger
+from ._exceptions import (
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelRetry,
+    ModelServerError,
+    ModelTimeoutError,
+    ToolDefinitionError,
+    ToolUseError,
+    UsageError,
+)
+from ._messages import Message, ToolCall, Usage
+from ._records import CallRecord, RejectedCall
+from ._result import RunResult, RunStatus, RunUsage
+from ._trace import JsonlTrace, read_trace
+from .tools import Tool, Toolbox, tool
+
+__all__ = [
+    "Agent",
+    "CallRecord",
+    "Dispatcher",
+    "JsonlTrace",
+    "Ledger",
+    "Message",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelRateLimitError",
+    "ModelResponseError",
+    "ModelRetry",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "RejectedCall",
+    "RunResult",
+    "RunStatus",
+    "RunUsage",
+    "Tool",
+    "ToolCall",
+    "ToolDefinitionError",
+    "ToolUseError",
+    "Toolbox",
+    "Usage",
+    "UsageError",
+    "read_trace",
+    "tool",
+]

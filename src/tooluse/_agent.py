@@ -1,0 +1,177 @@
+"""`Agent`: the drivers that run the loop of `_loop.py` against a model and tools."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ._dispatch import Dispatcher, Ledger
+from ._exceptions import ModelError, UsageError
+from ._loop import AskModel, LoopConfig, RunCalls, RunState, agent_flow
+from ._result import RunResult
+from ._trace import EventSink, JsonlTrace, stamp
+from .conventions import Convention, get_convention
+from .models import Model
+from .tools import Tool, Toolbox
+
+__all__ = ["Agent"]
+
+
+class Agent:
+    """Runs a task: asks the model, executes the calls it makes, until it answers.
+
+    Args:
+        model: the backend to ask.
+        tools: a `Toolbox`, or tools / typed functions to put in one.
+        convention: ``"json"`` (native function calling) or a `Convention`.
+        max_rounds: model requests at most; then the run stops with status
+            ``max_rounds``.
+        system_prompt: text put first in the conversation.
+        tool_timeout: default seconds per tool call (a tool's own wins).
+        max_concurrency: tool calls executing at once.
+        max_calls_per_turn: calls in one reply beyond this are refused.
+        cycle_limit: identical call+result repeats that end the run with
+            status ``cycle`` (None: never); the model is warned earlier.
+        count_tokens: count tokens offline (o200k) when the backend reports none.
+        trace: a path to append JSON Lines trace events to.
+        on_event: called with every trace event.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        tools: Toolbox | Iterable[Tool | Callable[..., Any]] = (),
+        *,
+        convention: str | Convention = "json",
+        max_rounds: int = 10,
+        system_prompt: str | None = None,
+        tool_timeout: float | None = 60.0,
+        max_concurrency: int = 16,
+        max_calls_per_turn: int = 128,
+        cycle_limit: int | None = 5,
+        count_tokens: bool = True,
+        trace: str | Path | None = None,
+        on_event: EventSink | None = None,
+    ) -> None:
+        if max_rounds < 1:
+            raise UsageError("max_rounds must be at least 1")
+        self.model = model
+        self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.convention = get_convention(convention)
+        self.system_prompt = system_prompt
+        self.config = LoopConfig(
+            max_rounds=max_rounds, cycle_limit=cycle_limit, count_tokens=count_tokens
+        )
+        self.tool_timeout = tool_timeout
+        self.max_concurrency = max_concurrency
+        self.max_calls_per_turn = max_calls_per_turn
+        self.trace = Path(trace) if trace is not None else None
+        self.on_event = on_event
+        # Shared across runs of this agent so that a retried task does not
+        # repeat side effects that already happened.
+        self.ledger = Ledger()
+
+    def run(self, task: str) -> RunResult:
+        """Run `task` to completion (blocking). Use `arun` inside an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(task))
+        raise UsageError("Agent.run() was called inside a running event loop; await Agent.arun()")
+
+    async def arun(self, task: str) -> RunResult:
+        """Run `task` to completion."""
+        sinks: list[EventSink] = []
+        writer = JsonlTrace(self.trace) if self.trace is not None else None
+        if writer is not None:
+            sinks.append(writer)
+        if self.on_event is not None:
+            sinks.append(self.on_event)
+
+        def emit(event: dict[str, Any]) -> None:
+            stamped = stamp(event)
+            for sink in sinks:
+                sink(stamped)
+
+        state = RunState(emit=emit)
+        dispatcher = Dispatcher(
+            self.tools,
+            timeout=self.tool_timeout,
+            max_concurrency=self.max_concurrency,
+            max_calls_per_turn=self.max_calls_per_turn,
+            ledger=self.ledger,
+        )
+        start = time.perf_counter()
+        emit(
+            {
+                "event": "run_start",
+                "task": task,
+                "model": self.model.name,
+                "convention": self.convention.name,
+                "tools": self.tools.names,
+            }
+        )
+        try:
+            prepared = self.convention.prepare(self.tools, self.system_prompt)
+            await _drive(agent_flow(state, task, prepared, self.convention, self.config), self.model, dispatcher)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # The host never crashes on a run: whatever broke, the state so far is kept.
+            state.status = "error"
+            state.error = f"{type(exc).__name__}: {exc}"
+            emit({"event": "internal_error", "traceback": traceback.format_exc()})
+        finally:
+            dispatcher.close()
+            result = RunResult(
+                answer=state.answer,
+                status=state.status,
+                calls=state.calls,
+                rejected=state.rejected,
+                messages=state.messages,
+                usage=state.usage,
+                rounds=state.rounds,
+                error=state.error,
+                duration_s=time.perf_counter() - start,
+                model=self.model.name,
+                convention=self.convention.name,
+            )
+            emit(
+                {
+                    "event": "run_end",
+                    "status": result.status,
+                    "answer": result.answer,
+                    "error": result.error,
+                    "rounds": result.rounds,
+                    "calls": len(result.calls),
+                    "rejected": len(result.rejected),
+                    "usage": result.usage.to_dict(),
+                    "duration_s": result.duration_s,
+                }
+            )
+            if writer is not None:
+                writer.close()
+        return result
+
+
+async def _drive(flow: Any, model: Model, dispatcher: Dispatcher) -> None:
+    effect = next(flow)
+    while True:
+        try:
+            if isinstance(effect, AskModel):
+                try:
+                    reply: Any = await model.respond(effect.request)
+                except ModelError as exc:
+                    effect = flow.throw(exc)
+                    continue
+            elif isinstance(effect, RunCalls):
+                reply = await dispatcher.run(effect.calls, round_=effect.round)
+            else:
+                raise TypeError(f"unknown effect {effect!r}")
+            effect = flow.send(reply)
+        except StopIteration:
+            return

@@ -1,0 +1,105 @@
+"""Exceptions raised by tooluse.
+
+Three families are kept apart: errors meant for the developer (usage mistakes),
+errors from a model backend, and signals meant for the model (a tool asking the
+model to try again). A failed *run* is not an exception: it is a `RunResult`
+whose status says what happened.
+
+    ToolUseError
+    ├── UsageError                 the library was called wrongly
+    │   └── ToolDefinitionError    a tool cannot be turned into a schema
+    └── ModelError                 a model backend failed
+        ├── ModelAuthError         credentials missing or refused (not retried)
+        ├── ModelBadRequestError   the request was rejected as invalid (not retried)
+        ├── ModelRateLimitError    429 after all retries
+        ├── ModelTimeoutError      no answer in time after all retries
+        ├── ModelConnectionError   the server could not be reached after all retries
+        ├── ModelServerError       5xx after all retries
+        └── ModelResponseError     the backend answered with a malformed body
+
+    ModelRetry                     raised by tool code: the message goes to the model
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelRateLimitError",
+    "ModelResponseError",
+    "ModelRetry",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "ToolDefinitionError",
+    "ToolUseError",
+    "UsageError",
+]
+
+
+class ToolUseError(Exception):
+    """Base class of every exception tooluse raises on purpose."""
+
+
+class UsageError(ToolUseError):
+    """The library was used in a way it does not support."""
+
+
+class ToolDefinitionError(UsageError):
+    """A function or schema cannot be turned into a tool."""
+
+
+class ModelError(ToolUseError):
+    """A model backend failed to produce a response."""
+
+    #: Whether the backend's retry policy applies to this failure.
+    retryable: bool = False
+
+
+class ModelAuthError(ModelError):
+    """Credentials were missing or refused."""
+
+
+class ModelBadRequestError(ModelError):
+    """The backend rejected the request as invalid."""
+
+
+class ModelRateLimitError(ModelError):
+    """The backend kept answering 429 (too many requests)."""
+
+    retryable = True
+
+
+class ModelTimeoutError(ModelError):
+    """The backend did not answer in time."""
+
+    retryable = True
+
+
+class ModelConnectionError(ModelError):
+    """The backend could not be reached."""
+
+    retryable = True
+
+
+class ModelServerError(ModelError):
+    """The backend kept failing with a server error (5xx)."""
+
+    retryable = True
+
+
+class ModelResponseError(ModelError):
+    """The backend answered, but the body was not a usable response."""
+
+
+class ModelRetry(Exception):  # noqa: N818 - the name says what the tool wants
+    """Raised inside a tool to send `message` to the model as the call's error.
+
+    Use it when the model can fix the problem itself (a bad id, a date in the
+    wrong format); the message should say how.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

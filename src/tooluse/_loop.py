@@ -1,0 +1,194 @@
+"""The agent loop as a generator of effects.
+
+`agent_flow` never waits on anything itself: it yields `AskModel` and
+`RunCalls` and receives the model's response or the calls' outcomes. The
+drivers in `_agent.py` do the waiting. This keeps the loop readable in one
+screen and free of I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._exceptions import ModelError
+from ._messages import Message, ToolCall, Usage
+from ._records import CallRecord, Outcome
+from ._result import RunStatus, RunUsage
+from ._tokens import count_tokens
+from .conventions import Answer, Calls, Convention, Prepared, Retry
+from .models import ModelRequest, ModelResponse
+
+__all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow"]
+
+
+@dataclass(frozen=True, slots=True)
+class AskModel:
+    request: ModelRequest
+
+
+@dataclass(frozen=True, slots=True)
+class RunCalls:
+    calls: Sequence[ToolCall]
+    round: int
+
+
+Effect = AskModel | RunCalls
+
+
+@dataclass(frozen=True, slots=True)
+class LoopConfig:
+    max_rounds: int = 10
+    cycle_note_at: int = 3
+    cycle_limit: int | None = 5
+    count_tokens: bool = True
+    max_result_chars: int = 50_000
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything the run has recorded so far; kept whatever happens."""
+
+    emit: Callable[[dict[str, Any]], None]
+    messages: list[Message] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    rejected: list[Any] = field(default_factory=list)
+    usage: RunUsage = field(default_factory=RunUsage)
+    rounds: int = 0
+    status: RunStatus = "error"
+    answer: str | None = None
+    error: str | None = None
+    _token_cache: dict[str, int] = field(default_factory=dict)
+    _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def add(self, message: Message) -> Message:
+        message.id = f"m{len(self.messages) + 1}"
+        self.messages.append(message)
+        return message
+
+    def message_tokens(self, message: Message) -> int:
+        cached = self._token_cache.get(message.id)
+        if cached is None:
+            text = message.content or ""
+            for call in message.tool_calls:
+                text += call.name + call.arguments
+            cached = self._token_cache[message.id] = count_tokens(text) + 4
+        return cached
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-(limit // 3) :]
+    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"
+
+
+def _round_usage(
+    state: RunState, response: ModelResponse, tools_tokens: int, config: LoopConfig
+) -> Usage:
+    if response.usage is not None:
+        return response.usage
+    if not config.count_tokens:
+        return Usage()
+    sent = state.messages[:-1]  # the reply itself was appended already
+    output = state.message_tokens(state.messages[-1])
+    return Usage(sum(map(state.message_tokens, sent)) + tools_tokens, output, "o200k")
+
+
+def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConfig) -> str | None:
+    """Count identical call+result repeats; return a note for the model if it loops."""
+    worst: CallRecord | None = None
+    worst_count = 0
+    for record in records:
+        key = (record.name, json.dumps(record.arguments, sort_keys=True, default=str), record.content)
+        count = state._repeats[key] = state._repeats.get(key, 0) + 1
+        if count > worst_count:
+            worst, worst_count = record, count
+    if worst is None or worst_count < config.cycle_note_at:
+        return None
+    if config.cycle_limit is not None and worst_count >= config.cycle_limit:
+        state.status = "cycle"
+        state.error = (
+            f"{worst.name} was called {worst_count} times with the same arguments and "
+            "returned the same result each time; the run was stopped"
+        )
+        return None
+    return (
+        f"Note: {worst.name} has now returned the same result {worst_count} times for the "
+        "same arguments. Calling it again will not change the result: use what you have "
+        "or try something different."
+    )
+
+
+def agent_flow(
+    state: RunState,
+    task: str,
+    prepared: Prepared,
+    convention: Convention,
+    config: LoopConfig,
+) -> Generator[Effect, Any, None]:
+    """Run rounds until an answer, a stop condition, or a model failure."""
+    if prepared.system_prompt:
+        state.add(Message("system", prepared.system_prompt))
+    state.add(Message("user", task))
+    tools_tokens = (
+        sum(count_tokens(t.name + t.description + json.dumps(t.parameters)) for t in prepared.tools)
+        if config.count_tokens
+        else 0
+    )
+    for round_ in range(1, config.max_rounds + 1):
+        state.rounds = round_
+        request = ModelRequest(list(state.messages), prepared.tools, prepared.tool_choice)
+        state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
+        try:
+            response: ModelResponse = yield AskModel(request)
+        except ModelError as exc:
+            state.status, state.error = "error", f"{type(exc).__name__}: {exc}"
+            return
+        reply = state.add(Message("assistant", response.content, tuple(response.tool_calls)))
+        usage = _round_usage(state, response, tools_tokens, config)
+        state.usage.rounds.append(usage)
+        state.emit(
+            {
+                "event": "model_response",
+                "round": round_,
+                "message": reply.to_openai(),
+                "usage": usage.to_dict(),
+                "finish_reason": response.finish_reason,
+            }
+        )
+        action = convention.interpret(response)
+        if isinstance(action, Answer):
+            state.status, state.answer = "completed", action.text
+            return
+        if isinstance(action, Retry):
+            state.add(Message("user", action.feedback))
+            state.emit({"event": "feedback", "round": round_, "text": action.feedback})
+            continue
+        if not isinstance(action, Calls):
+            raise TypeError(f"a convention returned {action!r}")
+        outcomes: list[Outcome] = yield RunCalls(action.calls, round_)
+        executed: list[CallRecord] = []
+        for outcome in outcomes:
+            content = _clip(outcome.content, config.max_result_chars)
+            state.add(Message("tool", content, tool_call_id=outcome.id, name=outcome.name))
+            if isinstance(outcome, CallRecord):
+                state.calls.append(outcome)
+                executed.append(outcome)
+                state.emit({"event": "call", **outcome.to_dict()})
+            else:
+                state.rejected.append(outcome)
+                state.emit({"event": "rejected", **outcome.to_dict()})
+        notes = list(action.notes)
+        cycle = _cycle_note(state, executed, config)
+        if state.status == "cycle":
+            return
+        if cycle:
+            notes.append(cycle)
+        if notes:
+            state.add(Message("user", "\n".join(notes)))
+            state.emit({"event": "feedback", "round": round_, "text": "\n".join(notes)})
+    state.status = "max_rounds"
+    state.error = f"no final answer after {config.max_rounds} rounds"

@@ -1,0 +1,158 @@
+"""The conversation as the runtime keeps it: typed messages, tool calls, usage.
+
+Backends translate these to and from their wire formats; nothing else in the
+library reads provider dictionaries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Message", "Role", "ToolCall", "Usage", "parse_openai_message"]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call as the model emitted it, before any validation.
+
+    `arguments` is the raw text the model produced (a JSON object if all went
+    well); the dispatcher parses and validates it.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of the conversation.
+
+    `id` is a stable, short identifier (``m1``, ``m2`` …) the runtime assigns
+    when the message enters a run, so that the model can name messages.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    id: str = ""
+
+    def to_openai(self) -> dict[str, Any]:
+        """The chat-completions shape of this message."""
+        out: dict[str, Any] = {"role": self.role}
+        if self.role == "assistant":
+            out["content"] = self.content
+            if self.tool_calls:
+                out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        else:
+            out["content"] = self.content or ""
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible form that keeps the message id (for traces)."""
+        out = self.to_openai()
+        out["id"] = self.id
+        return out
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens of one model request, or a sum of several.
+
+    `source` says where the numbers come from: ``provider`` (reported by the
+    backend), ``o200k`` (counted offline with that tokenizer) or ``none``.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    source: str = "none"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "source": self.source,
+        }
+
+
+@dataclass(slots=True)
+class _ParsedCalls:
+    calls: list[ToolCall] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _arguments_text(raw: object) -> str:
+    # Some servers send arguments as an object instead of a JSON string; keep
+    # what the model meant rather than rejecting the shape.
+    if isinstance(raw, str):
+        return raw
+    if raw is None:
+        return ""
+    return json.dumps(raw, ensure_ascii=False)
+
+
+def parse_openai_message(
+    message: Mapping[str, Any], *, call_id_prefix: str = "call"
+) -> tuple[str | None, list[ToolCall], list[str]]:
+    """Read an assistant message in the chat-completions shape.
+
+    Returns the text content, the tool calls, and a list of problems with the
+    shape (each one a sentence the model or the user can act on). Calls with
+    a missing id get one made up from `call_id_prefix`, because every tool
+    message must answer some id.
+    """
+    content = message.get("content")
+    text: str | None
+    if content is None or isinstance(content, str):
+        text = content
+    elif isinstance(content, Sequence):
+        # Content given as a list of parts: keep the text parts.
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        text = "".join(str(p) for p in parts)
+    else:
+        text = str(content)
+    parsed = _ParsedCalls()
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str | bytes):
+        parsed.problems.append("tool_calls must be a list of call objects")
+        raw_calls = []
+    for index, raw in enumerate(raw_calls):
+        if not isinstance(raw, Mapping):
+            parsed.problems.append(f"tool call #{index + 1} is not an object")
+            continue
+        function = raw.get("function")
+        if not isinstance(function, Mapping):
+            parsed.problems.append(f"tool call #{index + 1} has no 'function' object")
+            continue
+        call_id = raw.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = f"{call_id_prefix}_{index + 1}"
+        name = function.get("name")
+        parsed.calls.append(
+            ToolCall(
+                id=call_id,
+                name=name if isinstance(name, str) else "",
+                arguments=_arguments_text(function.get("arguments")),
+            )
+        )
+    return text, parsed.calls, parsed.problems

@@ -1,0 +1,94 @@
+"""Records of calls: executed (`CallRecord`) and refused before execution (`RejectedCall`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CallRecord", "Outcome", "RejectedCall", "render_result"]
+
+
+def render_result(value: Any) -> str:
+    """The text a model sees for a tool's return value."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One call the runtime executed (or answered from the ledger, see `replayed`).
+
+    `result` is the tool's return value as JSON-compatible data; `error` is
+    the text the model was shown when the tool raised or timed out.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+    round: int = 0
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    repairs: tuple[str, ...] = ()
+    replayed: bool = False
+    source: str = "json"
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def content(self) -> str:
+        """The tool message content this call produced."""
+        return f"Error: {self.error}" if self.error is not None else render_result(self.result)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+            "error": self.error,
+            "round": self.round,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "repairs": list(self.repairs),
+            "replayed": self.replayed,
+            "source": self.source,
+        }
+
+
+@dataclass(slots=True)
+class RejectedCall:
+    """A call refused before anything ran; `error` is what the model was shown.
+
+    `arguments` is the model's raw argument text (cut to a few hundred
+    characters: it may be what made the call unusable).
+    """
+
+    id: str
+    name: str
+    arguments: str
+    error: str
+    round: int = 0
+    source: str = "json"
+
+    @property
+    def content(self) -> str:
+        return f"Error: {self.error}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "error": self.error,
+            "round": self.round,
+            "source": self.source,
+        }
+
+
+Outcome = CallRecord | RejectedCall

@@ -1,0 +1,91 @@
+"""`RunResult`: everything a run produced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._messages import Message, Usage
+from ._records import CallRecord, RejectedCall
+
+__all__ = ["RunResult", "RunStatus", "RunUsage"]
+
+RunStatus = Literal["completed", "max_rounds", "truncated", "cycle", "error"]
+
+
+@dataclass(slots=True)
+class RunUsage:
+    """Token usage per round and in total."""
+
+    rounds: list[Usage] = field(default_factory=list)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(u.input_tokens for u in self.rounds)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(u.output_tokens for u in self.rounds)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def source(self) -> str:
+        """``provider``, ``o200k``, ``mixed`` or ``none``: where the numbers came from."""
+        sources = {u.source for u in self.rounds}
+        if not sources:
+            return "none"
+        return sources.pop() if len(sources) == 1 else "mixed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "source": self.source,
+            "rounds": [u.to_dict() for u in self.rounds],
+        }
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of `Agent.run`.
+
+    `status` is ``completed`` (the model answered), ``max_rounds`` (the round
+    limit stopped it), ``truncated`` (the answer covers fewer items than the
+    request needs), ``cycle`` (the model kept repeating an identical call with
+    an identical result) or ``error`` (the model backend failed; `error` says
+    how). Whatever the status, everything recorded up to the stop is kept.
+    """
+
+    answer: str | None
+    status: RunStatus
+    calls: list[CallRecord]
+    rejected: list[RejectedCall]
+    messages: list[Message]
+    usage: RunUsage
+    rounds: int
+    error: str | None = None
+    duration_s: float = 0.0
+    model: str = ""
+    convention: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "status": self.status,
+            "error": self.error,
+            "rounds": self.rounds,
+            "duration_s": self.duration_s,
+            "model": self.model,
+            "convention": self.convention,
+            "usage": self.usage.to_dict(),
+            "calls": [c.to_dict() for c in self.calls],
+            "rejected": [r.to_dict() for r in self.rejected],
+            "messages": [m.to_dict() for m in self.messages],
+        }

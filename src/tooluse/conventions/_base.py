@@ -1,0 +1,61 @@
+"""How tools are presented to a model and how its replies are read."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .._messages import ToolCall
+from ..models import ModelResponse, ToolChoice
+from ..tools import Tool, Toolbox
+
+__all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a convention adds to every request of a run."""
+
+    system_prompt: str | None
+    tools: Sequence[Tool] = ()
+    tool_choice: ToolChoice = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The model gave its final answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Calls:
+    """The model asked for tool calls; `notes` are shape problems to tell it about."""
+
+    calls: Sequence[ToolCall]
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """The reply could not be used; `feedback` tells the model why."""
+
+    feedback: str
+
+
+Interpretation = Answer | Calls | Retry
+
+
+class Convention(ABC):
+    """A calling convention: `prepare` once per run, `interpret` every reply."""
+
+    name: str = "convention"
+
+    @abstractmethod
+    def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
+        """The system prompt and API tools for a run over `tools`."""
+
+    @abstractmethod
+    def interpret(self, response: ModelResponse) -> Interpretation:
+        """Read one model reply."""

@@ -1,0 +1,30 @@
+"""The JSON convention: native function calling (``tool_calls``)."""
+
+from __future__ import annotations
+
+from ..models import ModelResponse
+from ..tools import Toolbox
+from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
+
+__all__ = ["JsonConvention"]
+
+EMPTY_REPLY = "Your last reply was empty. Call a tool, or give your final answer as text."
+
+
+class JsonConvention(Convention):
+    """Tools go in the API's ``tools`` field; calls come back as ``tool_calls``."""
+
+    name = "json"
+
+    def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
+        return Prepared(system_prompt=system_prompt, tools=list(tools))
+
+    def interpret(self, response: ModelResponse) -> Interpretation:
+        problems = [f"Part of your last reply was unusable: {p}." for p in response.problems]
+        if response.tool_calls:
+            return Calls(response.tool_calls, notes=problems)
+        if problems:
+            return Retry(" ".join(problems) + " Call the tool again with a complete call.")
+        if response.content is None or not response.content.strip():
+            return Retry(EMPTY_REPLY)
+        return Answer(response.content)

@@ -1,0 +1,65 @@
+"""The one interface every model backend implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .._messages import Message, ToolCall, Usage
+from ..tools import Tool
+
+__all__ = ["Model", "ModelRequest", "ModelResponse", "ToolChoice"]
+
+ToolChoice = Literal["auto", "none", "required"] | str
+"""``auto``, ``none``, ``required``, or the name of the one tool to call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """What the model is asked: the conversation and the tools it may call."""
+
+    messages: Sequence[Message]
+    tools: Sequence[Tool] = ()
+    tool_choice: ToolChoice = "auto"
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """The model's reply: text, tool calls, or both.
+
+    `problems` lists anything wrong with the reply's shape that the backend
+    noticed while reading it (a call without a function object, say); the
+    convention turns them into feedback for the model.
+    """
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model_name: str | None = None
+    problems: list[str] = field(default_factory=list)
+    raw: Any = None
+
+
+class Model(ABC):
+    """A language model backend.
+
+    Subclasses implement `respond`, translating the request into their wire
+    format and provider errors into `tooluse.ModelError` subclasses.
+    """
+
+    #: A short name for traces and reports, such as ``openai:gpt-4o-mini``.
+    name: str = "model"
+    #: Whether the backend passes tools natively (as an API field).
+    native_tools: bool = True
+
+    @abstractmethod
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """Return the model's next message for `request`."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release connections or processes the backend holds."""

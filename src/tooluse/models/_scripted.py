@@ -1,0 +1,112 @@
+"""`ScriptedModel`: a model that answers from a script, for tests and examples."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import ModelResponseError, UsageError
+from .._messages import Message, Usage, parse_openai_message
+from ._base import Model, ModelRequest, ModelResponse
+
+__all__ = ["ScriptedModel"]
+
+Responder = Callable[[Sequence[Message]], Mapping[str, Any] | str]
+
+
+class ScriptedModel(Model):
+    """Answers with prepared assistant messages and records what it was asked.
+
+    `script` is either a list of assistant messages in the OpenAI
+    chat-completions shape (``{"content": ...}`` or ``{"tool_calls": [...]}``;
+    a plain string is a text answer) consumed one per request, or a function
+    of the conversation returning the next one. An optional ``"usage"`` key
+    (``{"input_tokens": .., "output_tokens": ..}``) is reported as provider
+    usage. `requests` keeps every `ModelRequest` received, so tests can assert
+    what the model was shown.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[Mapping[str, Any] | str] | Responder,
+        *,
+        name: str = "scripted",
+    ) -> None:
+        self.name = name
+        self._responder: Responder | None = None
+        self._queue: list[Mapping[str, Any] | str] = []
+        if callable(script):
+            self._responder = script
+        else:
+            self._queue = list(script)
+        self._position = 0
+        self.requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        """Load a script from JSON Lines: one assistant message per line.
+
+        A trace written by ``--trace`` works too: its ``model_response``
+        events are replayed in order.
+        """
+        messages: list[Mapping[str, Any] | str] = []
+        text = Path(path).read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{path}:{number}: not JSON: {exc.msg}") from None
+            if isinstance(item, dict) and "event" in item:
+                if item["event"] == "model_response":
+                    messages.append(item["message"])
+                continue
+            if not isinstance(item, dict | str):
+                raise UsageError(f"{path}:{number}: expected an assistant message object")
+            messages.append(item)
+        return cls(messages, name=f"scripted:{Path(path).name}")
+
+    @property
+    def remaining(self) -> int:
+        return len(self._queue) - self._position
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        if self._responder is not None:
+            item = self._responder(request.messages)
+        else:
+            if self._position >= len(self._queue):
+                raise ModelResponseError(
+                    f"the scripted model has no reply left (it had {len(self._queue)})"
+                )
+            item = self._queue[self._position]
+            self._position += 1
+        return _to_response(item, self.name, index=len(self.requests))
+
+
+def _to_response(item: Mapping[str, Any] | str, name: str, *, index: int) -> ModelResponse:
+    if isinstance(item, str):
+        return ModelResponse(content=item, finish_reason="stop", model_name=name, raw=item)
+    if not isinstance(item, Mapping):
+        raise ModelResponseError(f"scripted reply #{index} is not a message object")
+    content, calls, problems = parse_openai_message(item, call_id_prefix=f"call_{index}")
+    usage = None
+    raw_usage = item.get("usage")
+    if isinstance(raw_usage, Mapping):
+        usage = Usage(
+            input_tokens=int(raw_usage.get("input_tokens", 0)),
+            output_tokens=int(raw_usage.get("output_tokens", 0)),
+            source="provider",
+        )
+    return ModelResponse(
+        content=content,
+        tool_calls=calls,
+        usage=usage,
+        finish_reason="tool_calls" if calls else "stop",
+        model_name=name,
+        problems=problems,
+        raw=dict(item),
+    )

@@ -1,0 +1,66 @@
+"""Docstrings → a description and per-parameter descriptions (Google, NumPy, Sphinx)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass, field
+
+import griffe
+
+__all__ = ["ParsedDocstring", "parse_docstring"]
+
+# griffe warns about parameters without type annotations in the docstring;
+# tooluse takes types from the signature, so those warnings are noise.
+logging.getLogger("griffe").setLevel(logging.ERROR)
+
+_SKIPPED_SECTIONS = {
+    griffe.DocstringSectionKind.returns,
+    griffe.DocstringSectionKind.raises,
+    griffe.DocstringSectionKind.yields,
+    griffe.DocstringSectionKind.receives,
+    griffe.DocstringSectionKind.examples,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocstring:
+    description: str = ""
+    params: dict[str, str] = field(default_factory=dict)
+    returns: str = ""
+
+
+def _style(text: str) -> griffe.Parser:
+    if ":param " in text or ":return" in text:
+        return griffe.Parser.sphinx
+    lines = [line.strip() for line in text.splitlines()]
+    for i, line in enumerate(lines[:-1]):
+        following = lines[i + 1]
+        if line in {"Parameters", "Returns"} and following and set(following) == {"-"}:
+            return griffe.Parser.numpy
+    return griffe.Parser.google
+
+
+def parse_docstring(doc: str | None) -> ParsedDocstring:
+    """Split a docstring into its prose and its parameter descriptions."""
+    if not doc or not doc.strip():
+        return ParsedDocstring()
+    text = inspect.cleandoc(doc)
+    sections = griffe.Docstring(text, lineno=1).parse(_style(text))
+    prose: list[str] = []
+    params: dict[str, str] = {}
+    returns = ""
+    for section in sections:
+        kind = section.kind
+        if kind is griffe.DocstringSectionKind.text:
+            prose.append(str(section.value).strip())
+        elif kind is griffe.DocstringSectionKind.parameters:
+            for param in section.value:
+                params[param.name] = " ".join(str(param.description).split())
+        elif kind is griffe.DocstringSectionKind.returns:
+            returns = " ".join(" ".join(str(r.description).split()) for r in section.value)
+        elif kind not in _SKIPPED_SECTIONS:
+            continue
+    return ParsedDocstring(
+        description="\n\n".join(p for p in prose if p), params=params, returns=returns
+    )

@@ -1,0 +1,193 @@
+"""`Tool` and the `@tool` decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import keyword
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+import pydantic
+
+from .._exceptions import ToolDefinitionError
+from ._docstrings import parse_docstring
+from ._schema import JsonSchema, clean_schema, function_schema
+
+__all__ = ["Tool", "tool"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+
+
+@dataclass(eq=False)
+class Tool:
+    """A callable the model may use, with everything needed to describe and check it.
+
+    Build one with `@tool` from a typed function, or with `Tool.from_schema`
+    from a JSON Schema that comes from elsewhere (an MCP server, BFCL).
+    Calling a `Tool` calls the underlying function directly.
+    """
+
+    name: str
+    description: str
+    parameters: JsonSchema
+    function: Callable[..., Any]
+    returns: JsonSchema | None = None
+    timeout: float | None = None
+    side_effects: bool = False
+    positional: tuple[str, ...] = ()
+    _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ToolDefinitionError(
+                f"tool name {self.name!r} is not usable: 1-64 characters, letters, digits, "
+                "'_', '.', '-', not starting with a digit"
+            )
+        if self.parameters.get("type", "object") != "object":
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: parameters must be an object schema, "
+                f"got type {self.parameters.get('type')!r}"
+            )
+        if self.timeout is not None and self.timeout <= 0:
+            raise ToolDefinitionError(f"tool {self.name!r}: timeout must be positive")
+        self.parameters.setdefault("type", "object")
+        self.parameters.setdefault("properties", {})
+        if not self.positional:
+            self.positional = tuple(self.parameters["properties"])
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.function)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(self.parameters.get("required", ()))
+
+    def convert_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn validated JSON arguments into the function's Python arguments.
+
+        Typed tools get pydantic models, dataclasses and the like built from
+        the nested JSON; raw-schema tools get the JSON values unchanged.
+        """
+        if self._adapter is None:
+            return dict(arguments)
+        model = self._adapter.validate_python(dict(arguments))
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        side_effects: bool = False,
+    ) -> Tool:
+        """Build a tool from a typed function (what `@tool` does)."""
+        doc = parse_docstring(inspect.getdoc(fn))
+        schema = function_schema(fn, doc)
+        tool_name = name or getattr(fn, "__name__", "")
+        if not tool_name or tool_name == "<lambda>":
+            raise ToolDefinitionError("a tool needs a name: pass name=... for lambdas")
+        return cls(
+            name=tool_name,
+            description=description if description is not None else schema.description,
+            parameters=schema.parameters,
+            function=fn,
+            returns=schema.returns,
+            timeout=timeout,
+            side_effects=side_effects,
+            positional=schema.positional,
+            _adapter=schema.arguments_adapter,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        function: Callable[..., Any] | Callable[..., Awaitable[Any]],
+        *,
+        returns: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        side_effects: bool = False,
+    ) -> Tool:
+        """Build a tool from a JSON Schema and a callable taking keyword arguments."""
+        if not isinstance(parameters, Mapping):
+            raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema object")
+        return cls(
+            name=name,
+            description=description,
+            parameters=clean_schema(dict(parameters)),
+            function=function,
+            returns=clean_schema(dict(returns)) if returns is not None else None,
+            timeout=timeout,
+            side_effects=side_effects,
+        )
+
+
+def python_identifier(name: str) -> str:
+    """A valid Python identifier for a tool or parameter name (``from`` → ``from_``)."""
+    ident = re.sub(r"\W", "_", name)
+    if not ident or ident[0].isdigit():
+        ident = "_" + ident
+    if keyword.iskeyword(ident) or ident in {"print", "tools"}:
+        ident += "_"
+    return ident
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    side_effects: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    side_effects: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function (sync or async) into a `Tool`.
+
+    The name is the function's, the description its docstring's prose, and
+    the parameters come from the signature with descriptions from the
+    docstring's Args / Parameters / :param: entries.
+
+    Args:
+        name: override the tool name.
+        description: override the description.
+        timeout: seconds after which a call is abandoned with an error.
+        side_effects: the tool changes something outside the run; a retried
+            script will not run an identical successful call twice.
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        built = Tool.from_function(
+            f, name=name, description=description, timeout=timeout, side_effects=side_effects
+        )
+        functools.update_wrapper(built, f, updated=())
+        return built
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap

@@ -1,0 +1,81 @@
+"""`Toolbox`: a named set of tools and every rendering of it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from .._exceptions import ToolDefinitionError
+from ._render import (
+    StubSignature,
+    render_stub_module,
+    stub_signatures,
+    to_anthropic,
+    to_openai,
+)
+from ._tool import Tool
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """An ordered set of tools with unique names.
+
+    Plain functions are accepted and turned into tools as `@tool` would.
+    """
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, item: Tool | Callable[..., Any]) -> Tool:
+        built = item if isinstance(item, Tool) else Tool.from_function(item)
+        if built.name in self._tools:
+            raise ToolDefinitionError(f"two tools are named {built.name!r}")
+        self._tools[built.name] = built
+        return built
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __repr__(self) -> str:
+        return f"Toolbox({list(self._tools)})"
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        """Tool names that look like `name`, best first (for "did you mean")."""
+        lowered = {t.lower(): t for t in self._tools}
+        matches = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
+        return [lowered[m] for m in matches]
+
+    def merged(self, *others: Toolbox) -> Toolbox:
+        return Toolbox([*self, *(t for other in others for t in other)])
+
+    def to_openai(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """OpenAI chat-completions ``tools``; `strict` gives strict-mode schemas."""
+        return [to_openai(t, strict=strict) for t in self]
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        """Anthropic Messages ``tools`` (name, description, input_schema)."""
+        return [to_anthropic(t) for t in self]
+
+    def stub_module(self, *, header: str | None = None) -> str:
+        """A Python module declaring every tool as an annotated, documented function."""
+        return render_stub_module(list(self), header=header)
+
+    def stub_signatures(self) -> list[StubSignature]:
+        return stub_signatures(list(self))

@@ -1,0 +1,252 @@
+"""Checking a call's arguments before anything runs.
+
+`parse_arguments` turns the model's argument text into a JSON object,
+applying only repairs whose intent is unambiguous and naming each one.
+`ArgumentChecker` validates the object against the tool's schema and words
+every problem so the model can fix it in one more round.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from ._schema import JsonSchema
+
+__all__ = ["ArgumentChecker", "ArgumentsError", "ParsedArguments", "parse_arguments"]
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_SNIPPET = 30
+
+
+class ArgumentsError(ValueError):
+    """The arguments cannot be used; the message is written for the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedArguments:
+    value: dict[str, Any]
+    repairs: tuple[str, ...] = ()
+
+
+def _without_trailing_commas(text: str) -> str | None:
+    """Remove commas that directly precede ``}`` or ``]`` outside strings, or None."""
+    out: list[str] = []
+    in_string = escaped = changed = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif ch == ",":
+            j = i + 1
+            while j < len(text) and text[j] in " \t\r\n":
+                j += 1
+            if j < len(text) and text[j] in "}]":
+                changed = True
+            else:
+                out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out) if changed else None
+
+
+def _describe_json_error(text: str, exc: json.JSONDecodeError) -> str:
+    start = max(0, exc.pos - _SNIPPET)
+    snippet = text[start : exc.pos + _SNIPPET].replace("\n", "\\n")
+    marker = " " * (exc.pos - start + len("near: ")) + "^"
+    return (
+        f"arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}\n"
+        f"near: {snippet}\n{marker}"
+    )
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def parse_arguments(text: str, *, max_bytes: int = 1_000_000) -> ParsedArguments:
+    """Parse argument text into a JSON object, or raise `ArgumentsError`.
+
+    Unambiguous repairs are applied and named: empty text (read as ``{}``),
+    a Markdown code fence around the JSON, trailing commas, and a JSON object
+    wrapped in a JSON string. Anything else is an error that says where.
+    """
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > max_bytes else len(text)
+    if size > max_bytes:
+        raise ArgumentsError(
+            f"arguments are {size:,} bytes; the limit is {max_bytes:,}. "
+            "Pass large content by reference (a path, an id) instead."
+        )
+    repairs: list[str] = []
+    if not text.strip():
+        return ParsedArguments({}, ("empty arguments read as {}",))
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1)
+        repairs.append("removed a Markdown code fence around the arguments")
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fixed = _without_trailing_commas(text)
+        if fixed is None:
+            raise ArgumentsError(_describe_json_error(text, exc)) from None
+        try:
+            value = json.loads(fixed)
+        except json.JSONDecodeError:
+            raise ArgumentsError(_describe_json_error(text, exc)) from None
+        repairs.append("removed trailing commas")
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value)
+        except json.JSONDecodeError:
+            inner = None
+        if isinstance(inner, dict):
+            value = inner
+            repairs.append("unwrapped a JSON object that was encoded inside a JSON string")
+    if not isinstance(value, dict):
+        raise ArgumentsError(
+            f"arguments must be a JSON object with named parameters, got {_type_name(value)}"
+        )
+    return ParsedArguments(value, tuple(repairs))
+
+
+def _closed(schema: Any) -> Any:
+    """Forbid unknown keys in every object that lists its properties.
+
+    Without this, a typo in a nested key would be dropped silently.
+    """
+    if isinstance(schema, Mapping):
+        out = {k: _closed(v) for k, v in schema.items()}
+        if "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_closed(v) for v in schema]
+    return schema
+
+
+def _path(parts: Iterable[Any]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _did_you_mean(name: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _describe(error: ValidationError) -> list[str]:
+    where = _path(error.absolute_path)
+    arg = f"argument '{where}'" if where else "arguments"
+    kind = error.validator
+    if kind == "required":
+        problems = []
+        present = error.instance if isinstance(error.instance, Mapping) else {}
+        for name in error.validator_value:
+            if name not in present:
+                full = f"{where}.{name}" if where else name
+                problems.append(f"missing required argument '{full}'")
+        return problems
+    if kind == "additionalProperties":
+        allowed = list(error.schema.get("properties", {}))
+        extras = [k for k in error.instance if k not in allowed]
+        return [
+            f"unknown argument '{(where + '.') if where else ''}{k}'{_did_you_mean(k, allowed)}"
+            for k in extras
+        ]
+    if kind == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else expected
+        return [
+            f"{arg} must be {expected_text}, got {_type_name(error.instance)} "
+            f"{_short(error.instance)}"
+        ]
+    if kind == "enum":
+        options = ", ".join(_short(v) for v in error.validator_value)
+        return [f"{arg} must be one of {options}; got {_short(error.instance)}"]
+    if kind == "const":
+        return [f"{arg} must be {_short(error.validator_value)}; got {_short(error.instance)}"]
+    if kind in ("anyOf", "oneOf"):
+        return [f"{arg} {_short(error.instance)} does not match any allowed form"]
+    return [f"{arg}: {error.message}"]
+
+
+class ArgumentChecker:
+    """Validates arguments against one tool's parameter schema."""
+
+    def __init__(self, parameters: JsonSchema) -> None:
+        schema = _closed(parameters)
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._validator = validator_cls(schema)
+        properties = parameters.get("properties", {})
+        self._nullable_optional = {
+            name
+            for name in properties
+            if name not in parameters.get("required", ())
+        }
+
+    def check(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """Return the arguments ready for conversion and any repairs, or raise.
+
+        ``null`` for an optional parameter that does not accept null means
+        "use the default" (OpenAI strict mode sends it that way) and is dropped.
+        """
+        repairs: list[str] = []
+        errors = list(self._validator.iter_errors(arguments))
+        if errors:
+            nulls = [
+                e.path[0]
+                for e in errors
+                if len(e.path) == 1
+                and e.instance is None
+                and e.path[0] in self._nullable_optional
+            ]
+            if nulls:
+                arguments = {k: v for k, v in arguments.items() if k not in nulls}
+                repairs.extend(f"null for optional '{k}' read as omitted" for k in nulls)
+                errors = list(self._validator.iter_errors(arguments))
+        if errors:
+            problems: list[str] = []
+            for error in sorted(errors, key=lambda e: (len(e.path), str(e.validator))):
+                for problem in _describe(error):
+                    if problem not in problems:
+                        problems.append(problem)
+            raise ArgumentsError("; ".join(problems))
+        return arguments, tuple(repairs)
