@@ -52,6 +52,8 @@ class Entry:
 class OfficialChecker:
     check: Callable[..., dict[str, Any]]
     simple_check: Callable[..., dict[str, Any]]
+    java_convert: Callable[..., Any]
+    js_convert: Callable[..., Any]
     languages: Mapping[str, Any]
     data_dir: Path
 
@@ -127,6 +129,8 @@ def load_official() -> OfficialChecker:
     return OfficialChecker(
         check=checker.ast_checker,
         simple_check=checker.simple_function_checker,
+        java_convert=checker.java_type_converter,
+        js_convert=checker.js_type_converter,
         languages={language.value: language for language in enums.Language},
         data_dir=Path(bfcl_eval.__file__).parent / "data",
     )

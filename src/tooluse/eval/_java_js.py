@@ -5,6 +5,11 @@ BFCL's Java and JavaScript decoders hand every argument over as source text
 text according to the parameter's declared type and then applies the Python rules.
 Text that does not fit the declared type is returned unchanged, so the caller's type
 check reports it (or accepts it as a variable name when the expected answer is one).
+
+BFCL's quirks are kept where they decide verdicts (a long needs its ``L``, String
+elements of a Java array keep their quotes, quoted numbers inside a JavaScript object
+become numbers). Nesting is parsed by matching brackets and quotes, where BFCL's
+patterns stop at the first closing bracket; on flat values the two agree.
 """
 
 from __future__ import annotations
