@@ -62,7 +62,7 @@ def get_current_weather(
         location: City and country, e.g. 'Paris, France'
         unit: Temperature unit to return
     """
-    city = location.split(",")[0].strip().lower()
+    city = location.split(",", maxsplit=1)[0].strip().lower()
     if city not in _WEATHER:
         raise ValueError(f"no weather station for {location!r}")
     celsius, conditions = _WEATHER[city]
@@ -163,6 +163,4 @@ def list_items(category: str, page: int = 1, page_size: int = 10) -> ItemPage:
     return ItemPage(items=chunk, page=page, next_page=page + 1 if more else None, total=len(items))
 
 
-toolbox = Toolbox(
-    [get_current_weather, lookup_capital, calculator, get_exchange_rate, list_items]
-)
+toolbox = Toolbox([get_current_weather, lookup_capital, calculator, get_exchange_rate, list_items])

@@ -117,7 +117,11 @@ class Agent:
         )
         try:
             prepared = self.convention.prepare(self.tools, self.system_prompt)
-            await _drive(agent_flow(state, task, prepared, self.convention, self.config), self.model, dispatcher)
+            await _drive(
+                agent_flow(state, task, prepared, self.convention, self.config),
+                self.model,
+                dispatcher,
+            )
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except Exception as exc:

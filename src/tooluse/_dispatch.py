@@ -160,7 +160,9 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(tool.function, **kwargs))
 
-    async def execute(self, prepared: _Prepared, *, round_: int = 0, source: str = "json") -> CallRecord:
+    async def execute(
+        self, prepared: _Prepared, *, round_: int = 0, source: str = "json"
+    ) -> CallRecord:
         """Run a prepared call; whatever the tool does, a record comes back."""
         tool = prepared.tool
         record = CallRecord(

@@ -93,7 +93,7 @@ class ModelResponseError(ModelError):
     """The backend answered, but the body was not a usable response."""
 
 
-class ModelRetry(Exception):  # noqa: N818 - the name says what the tool wants
+class ModelRetry(Exception):
     """Raised inside a tool to send `message` to the model as the call's error.
 
     Use it when the model can fix the problem itself (a bad id, a date in the

@@ -60,6 +60,7 @@ class RunState:
     status: RunStatus = "error"
     answer: str | None = None
     error: str | None = None
+    call_ids: set[str] = field(default_factory=set)
     _token_cache: dict[str, int] = field(default_factory=dict)
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
@@ -76,6 +77,24 @@ class RunState:
                 text += call.name + call.arguments
             cached = self._token_cache[message.id] = count_tokens(text) + 4
         return cached
+
+
+def _unique_ids(state: RunState, calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """Give every call an id no other call of the run has.
+
+    Some servers number calls per message (``call_0`` in every turn); a tool
+    message must answer exactly one call, so repeated ids get a suffix.
+    """
+    out: list[ToolCall] = []
+    for call in calls:
+        call_id = call.id
+        n = 1
+        while call_id in state.call_ids:
+            n += 1
+            call_id = f"{call.id}~{n}"
+        state.call_ids.add(call_id)
+        out.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
+    return out
 
 
 def _clip(text: str, limit: int) -> str:
@@ -102,7 +121,11 @@ def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConf
     worst: CallRecord | None = None
     worst_count = 0
     for record in records:
-        key = (record.name, json.dumps(record.arguments, sort_keys=True, default=str), record.content)
+        key = (
+            record.name,
+            json.dumps(record.arguments, sort_keys=True, default=str),
+            record.content,
+        )
         count = state._repeats[key] = state._repeats.get(key, 0) + 1
         if count > worst_count:
             worst, worst_count = record, count
@@ -147,6 +170,7 @@ def agent_flow(
         except ModelError as exc:
             state.status, state.error = "error", f"{type(exc).__name__}: {exc}"
             return
+        response.tool_calls = _unique_ids(state, response.tool_calls)
         reply = state.add(Message("assistant", response.content, tuple(response.tool_calls)))
         usage = _round_usage(state, response, tools_tokens, config)
         state.usage.rounds.append(usage)

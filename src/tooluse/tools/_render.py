@@ -82,9 +82,11 @@ def strict_schema(parameters: JsonSchema) -> JsonSchema:
             default = node.pop("default")
             if default is not None:
                 note = f"default {default!r}"
-                node["description"] = f"{node['description']} ({note})" if node.get(
-                    "description"
-                ) else note.capitalize()
+                node["description"] = (
+                    f"{node['description']} ({note})"
+                    if node.get("description")
+                    else note.capitalize()
+                )
         if node.get("type") == "object" or "properties" in node:
             props: dict[str, Any] = node.get("properties", {})
             optional = [k for k in props if k not in node.get("required", ())]
@@ -167,6 +169,7 @@ class _StubWriter:
     def __init__(self) -> None:
         self.classes: list[str] = []
         self.class_names: set[str] = set()
+        self.building: set[str] = set()
         self.defs: Mapping[str, Any] = {}
         self.typing: set[str] = set()
 
@@ -181,7 +184,7 @@ class _StubWriter:
             if target is None:
                 self.typing.add("Any")
                 return "Any"
-            return self.object_class(target, _camel(name), quoted=True)
+            return self.object_class(target, _camel(name))
         if "enum" in schema:
             self.typing.add("Literal")
             values = ", ".join(repr(v) for v in schema["enum"])
@@ -209,7 +212,7 @@ class _StubWriter:
             return f"list[{self.annotation(schema.get('items'), hint + 'Item')}]"
         if kind == "object" or "properties" in schema:
             if schema.get("properties"):
-                return self.object_class(schema, hint, quoted=False)
+                return self.object_class(schema, hint)
             extra = schema.get("additionalProperties")
             if isinstance(extra, Mapping) and extra:
                 return f"dict[str, {self.annotation(extra, hint + 'Value')}]"
@@ -218,10 +221,15 @@ class _StubWriter:
         self.typing.add("Any")
         return "Any"
 
-    def object_class(self, schema: Mapping[str, Any], name: str, *, quoted: bool) -> str:
+    def object_class(self, schema: Mapping[str, Any], name: str) -> str:
+        # Classes are written above the functions, so only a class that refers
+        # to itself (still being built) needs a quoted forward reference.
+        if name in self.building:
+            return f'"{name}"'
         if name in self.class_names:
-            return f'"{name}"' if quoted else name
+            return name
         self.class_names.add(name)
+        self.building.add(name)
         self.typing.add("TypedDict")
         props: Mapping[str, Any] = schema.get("properties", {})
         required = set(schema.get("required", ()))
@@ -249,7 +257,31 @@ class _StubWriter:
             body = ", ".join(f"{k!r}: {a}" for k, a, _ in fields)
             lines.append(f"{name} = TypedDict({name!r}, {{{body}}})")
         self.classes.append("\n".join(lines))
-        return f'"{name}"' if quoted else name
+        self.building.discard(name)
+        return name
+
+
+_CONSTRAINTS = (
+    ("minimum", ">= {}"),
+    ("exclusiveMinimum", "> {}"),
+    ("maximum", "<= {}"),
+    ("exclusiveMaximum", "< {}"),
+    ("minLength", "at least {} characters"),
+    ("maxLength", "at most {} characters"),
+    ("minItems", "at least {} items"),
+    ("maxItems", "at most {} items"),
+    ("pattern", "matches {!r}"),
+    ("format", "format: {}"),
+)
+
+
+def _constraints(schema: Any) -> str:
+    """Constraints a Python annotation cannot carry, in words for the docstring."""
+    if not isinstance(schema, Mapping):
+        return ""
+    if "anyOf" in schema:
+        return ", ".join(filter(None, (_constraints(v) for v in schema["anyOf"])))
+    return ", ".join(text.format(schema[key]) for key, text in _CONSTRAINTS if key in schema)
 
 
 def _default_literal(value: Any) -> str:
@@ -287,7 +319,10 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
                 if default is None and "None" not in annotation.split(" | "):
                     annotation = f"{annotation} | None"
                 params.append(f"{py_name}: {annotation} = {_default_literal(default)}")
-            description = prop.get("description") if isinstance(prop, Mapping) else None
+            description = prop.get("description", "") if isinstance(prop, Mapping) else ""
+            hints = _constraints(prop)
+            if hints:
+                description = f"{description} ({hints})" if description else hints
             if description:
                 doc_args.append(f"        {py_name}: {' '.join(str(description).split())}")
         if t.returns is not None:

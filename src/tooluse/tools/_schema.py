@@ -9,6 +9,7 @@ token of a schema is paid on every request.
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,11 +39,30 @@ def _first_line_ok(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
 
 
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return get_type_hints(fn, include_extras=True)
+    except NameError:
+        pass
+    # With postponed annotations, a tool defined inside a function may name
+    # classes local to that function. They are visible in the frames of
+    # whoever is building the tool right now, so look there.
+    localns: dict[str, Any] = {}
+    frame = sys._getframe(1)
+    depth = 0
+    while frame is not None and depth < 12:
+        for key, value in frame.f_locals.items():
+            localns.setdefault(key, value)
+        frame = frame.f_back  # type: ignore[assignment]
+        depth += 1
+    return get_type_hints(fn, localns=localns, include_extras=True)
+
+
 def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) -> FunctionSchema:
     """Build the parameter schema, the return schema and an argument validator."""
     doc = doc or parse_docstring(inspect.getdoc(fn))
     try:
-        hints = get_type_hints(fn, include_extras=True)
+        hints = _type_hints(fn)
     except Exception as exc:  # NameError for unresolved forward references, mostly
         raise ToolDefinitionError(
             f"cannot resolve the type hints of {_first_line_ok(fn)}: {exc}"
@@ -80,7 +100,7 @@ def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) 
         if param.kind is not inspect.Parameter.KEYWORD_ONLY:
             positional.append(name)
     try:
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             f"{getattr(fn, '__name__', 'tool')}_arguments",
             __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **fields,

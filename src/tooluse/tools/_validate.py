@@ -176,17 +176,21 @@ def _describe(error: ValidationError) -> list[str]:
     where = _path(error.absolute_path)
     arg = f"argument '{where}'" if where else "arguments"
     kind = error.validator
+    # jsonschema types these as possibly unset; after a failed check they are set.
+    expected_value: Any = error.validator_value
+    instance: Any = error.instance
+    schema: Any = error.schema
     if kind == "required":
         problems = []
-        present = error.instance if isinstance(error.instance, Mapping) else {}
-        for name in error.validator_value:
+        present = instance if isinstance(instance, Mapping) else {}
+        for name in expected_value:
             if name not in present:
                 full = f"{where}.{name}" if where else name
                 problems.append(f"missing required argument '{full}'")
         return problems
     if kind == "additionalProperties":
-        allowed = list(error.schema.get("properties", {}))
-        extras = [k for k in error.instance if k not in allowed]
+        allowed = list(schema.get("properties", {}))
+        extras = [k for k in instance if k not in allowed]
         return [
             f"unknown argument '{(where + '.') if where else ''}{k}'{_did_you_mean(k, allowed)}"
             for k in extras
@@ -199,7 +203,7 @@ def _describe(error: ValidationError) -> list[str]:
             f"{_short(error.instance)}"
         ]
     if kind == "enum":
-        options = ", ".join(_short(v) for v in error.validator_value)
+        options = ", ".join(_short(v) for v in expected_value)
         return [f"{arg} must be one of {options}; got {_short(error.instance)}"]
     if kind == "const":
         return [f"{arg} must be {_short(error.validator_value)}; got {_short(error.instance)}"]
@@ -213,13 +217,13 @@ class ArgumentChecker:
 
     def __init__(self, parameters: JsonSchema) -> None:
         schema = _closed(parameters)
-        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator_cls = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
         self._validator = validator_cls(schema)
         properties = parameters.get("properties", {})
         self._nullable_optional = {
-            name
-            for name in properties
-            if name not in parameters.get("required", ())
+            name for name in properties if name not in parameters.get("required", ())
         }
 
     def check(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -231,13 +235,11 @@ class ArgumentChecker:
         repairs: list[str] = []
         errors = list(self._validator.iter_errors(arguments))
         if errors:
-            nulls = [
-                e.path[0]
+            nulls = {
+                e.path[0]: None
                 for e in errors
-                if len(e.path) == 1
-                and e.instance is None
-                and e.path[0] in self._nullable_optional
-            ]
+                if len(e.path) == 1 and e.instance is None and e.path[0] in self._nullable_optional
+            }
             if nulls:
                 arguments = {k: v for k, v in arguments.items() if k not in nulls}
                 repairs.extend(f"null for optional '{k}' read as omitted" for k in nulls)

@@ -1,0 +1,35 @@
+# One command per development verb. `make demo` and `make test` set everything up first.
+VENV ?= .venv
+BIN := $(VENV)/bin
+TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
+
+.PHONY: setup demo test check lint typecheck fmt pytest bench docs
+
+setup:
+	@./scripts/setup.sh
+
+demo: setup
+	$(BIN)/tooluse run "$(TASK)" --tools examples.seed_tools:toolbox \
+		--model scripted:examples/hotel.jsonl --trace traces/demo.jsonl
+
+test: setup lint typecheck pytest
+
+lint:
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+
+typecheck:
+	$(BIN)/mypy
+
+fmt:
+	$(BIN)/ruff format src tests bench examples
+	$(BIN)/ruff check --fix src tests bench examples
+
+pytest:
+	$(BIN)/pytest -q
+
+docs:
+	$(BIN)/python scripts/gen_cli_docs.py > docs/cli.md
+
+bench:
+	$(BIN)/python bench/loop_overhead.py

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up everything tooluse needs on a fresh Debian machine: system packages
+# (bubblewrap for the sandbox) and a virtualenv with the package and its
+# development tools. Safe to run again: it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+
+need_apt=()
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+if ((${#need_apt[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing ${need_apt[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        echo "setup: please install ${need_apt[*]} (needs root and apt-get)" >&2
+    fi
+fi
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.installed"
+if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q -e ".[dev]"
+    touch "$stamp"
+fi

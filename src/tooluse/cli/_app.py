@@ -1,0 +1,175 @@
+"""``tooluse`` commands. Rendering lives here; the library only emits events."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.syntax import Syntax
+
+from .. import Agent, Toolbox, ToolUseError, UsageError
+from ..models._spec import resolve_model
+from ..tools import Tool
+
+app = typer.Typer(
+    name="tooluse",
+    help="Run language-model agents that call tools, and inspect their tools.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+tools_app = typer.Typer(help="Inspect toolboxes.", no_args_is_help=True)
+app.add_typer(tools_app, name="tools")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def load_toolbox(target: str) -> Toolbox:
+    """Import ``MODULE:ATTR`` and turn what it names into a toolbox."""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise UsageError(
+            f"--tools takes MODULE:ATTR, e.g. examples.seed_tools:toolbox; got {target!r}"
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from exc
+    try:
+        value: Any = getattr(module, attr)
+    except AttributeError:
+        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    if isinstance(value, Toolbox):
+        return value
+    if isinstance(value, Tool) or callable(value):
+        return Toolbox([value])
+    if isinstance(value, list | tuple):
+        return Toolbox(value)
+    raise UsageError(f"{target} is a {type(value).__name__}, not a toolbox, tool or list of tools")
+
+
+class Format(StrEnum):
+    openai = "openai"
+    openai_strict = "openai-strict"
+    anthropic = "anthropic"
+    stubs = "stubs"
+
+
+def _render_event(event: dict[str, Any]) -> None:
+    kind = event.get("event")
+    if kind == "call":
+        args = json.dumps(event["arguments"], ensure_ascii=False)
+        if event.get("error"):
+            err.print(
+                f"[yellow]✗ {escape(event['name'])}({escape(args)})[/] → {escape(event['error'])}"
+            )
+        else:
+            result = json.dumps(event["result"], ensure_ascii=False, default=str)
+            if len(result) > 200:
+                result = result[:200] + "…"
+            err.print(f"[green]✓ {escape(event['name'])}[/]({escape(args)}) → {escape(result)}")
+    elif kind == "rejected":
+        err.print(f"[red]✗ rejected {escape(event['name'] or '?')}[/]: {escape(event['error'])}")
+    elif kind == "feedback":
+        err.print(f"[magenta]↺ feedback[/]: {escape(event['text'])}")
+
+
+@app.command()
+def run(  # noqa: PLR0917 - typer maps parameters to options
+    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    tools: Annotated[str, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")],
+    model: Annotated[
+        str,
+        typer.Option("--model", help="scripted:FILE.jsonl, or openai:MODEL (see --base-url)."),
+    ],
+    convention: Annotated[str, typer.Option(help="Calling convention: json.")] = "json",
+    max_rounds: Annotated[int, typer.Option(min=1, help="Model requests at most.")] = 10,
+    trace: Annotated[
+        Path | None, typer.Option(help="Append JSON Lines trace events to this file.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
+    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole RunResult as JSON.")
+    ] = False,
+) -> None:
+    """Run TASK with an agent and print its answer."""
+    toolbox = load_toolbox(tools)
+    backend = resolve_model(model, base_url=base_url)
+    agent = Agent(
+        backend,
+        toolbox,
+        convention=convention,
+        max_rounds=max_rounds,
+        system_prompt=system,
+        trace=trace,
+        on_event=None if as_json else _render_event,
+    )
+    result = agent.run(task)
+    if as_json:
+        out.print_json(json.dumps(result.to_dict(), default=str))
+    else:
+        usage = result.usage
+        footer = (
+            f"{result.status} · {result.rounds} rounds · {len(result.calls)} calls"
+            f" · {len(result.rejected)} rejected · {usage.input_tokens:,} in"
+            f" / {usage.output_tokens:,} out tokens ({usage.source})"
+        )
+        if result.answer is not None:
+            out.print(Panel(escape(result.answer), title="answer"))
+        else:
+            err.print(Panel(escape(result.error or "no answer"), title="no answer", style="red"))
+        err.print(f"[dim]{footer}[/]")
+    if result.status != "completed":
+        raise typer.Exit(1)
+
+
+@tools_app.command("show")
+def tools_show(
+    target: Annotated[str, typer.Argument(help="Toolbox as MODULE:ATTR.")],
+    fmt: Annotated[
+        Format, typer.Option("--format", help="Which rendering to print.")
+    ] = Format.openai,
+) -> None:
+    """Print a toolbox the way a model sees it."""
+    toolbox = load_toolbox(target)
+    if fmt is Format.stubs:
+        source = toolbox.stub_module()
+        if out.is_terminal:
+            out.print(Syntax(source, "python"))
+        else:
+            sys.stdout.write(source)
+        return
+    if fmt is Format.anthropic:
+        rendered = toolbox.to_anthropic()
+    else:
+        rendered = toolbox.to_openai(strict=fmt is Format.openai_strict)
+    sys.stdout.write(json.dumps(rendered, indent=2, ensure_ascii=False) + "\n")
+
+
+def main() -> None:
+    """Entry point: library errors become one clear line and exit code 2.
+
+    Set TOOLUSE_DEBUG=1 to see the traceback instead.
+    """
+    try:
+        app()
+    except ToolUseError as exc:
+        if os.environ.get("TOOLUSE_DEBUG"):
+            raise
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        sys.exit(2)

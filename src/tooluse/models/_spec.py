@@ -1,0 +1,31 @@
+"""Model specs as written on the command line: ``scripted:FILE``, ``openai:MODEL`` …"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._exceptions import UsageError
+from ._base import Model
+from ._scripted import ScriptedModel
+
+__all__ = ["resolve_model"]
+
+SPECS = "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server)"
+
+
+def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
+    """Build the model a spec names, or raise `UsageError` saying what is accepted."""
+    kind, _, rest = spec.partition(":")
+    if kind == "scripted":
+        if not rest:
+            raise UsageError("scripted needs a file: --model scripted:FILE.jsonl")
+        if not Path(rest).is_file():
+            raise UsageError(f"no such script file: {rest}")
+        return ScriptedModel.from_file(rest)
+    if kind == "openai":
+        if not rest:
+            raise UsageError("openai needs a model name: --model openai:gpt-4o-mini")
+        from ._openai import OpenAIChat
+
+        return OpenAIChat(rest, base_url=base_url, api_key=api_key)
+    raise UsageError(f"unknown model spec {spec!r}; use one of: {SPECS}")

@@ -1,0 +1,317 @@
+"""The agent loop end to end with a scripted model and real tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from examples.seed_tools import toolbox as seed_tools
+
+from tooluse import (
+    Agent,
+    CallRecord,
+    Message,
+    ModelServerError,
+    RejectedCall,
+    RunResult,
+    ToolCall,
+    UsageError,
+    read_trace,
+    tool,
+)
+from tooluse.models import Model, ModelRequest, ModelResponse, ScriptedModel
+
+HOTEL = Path(__file__).resolve().parents[2] / "examples" / "hotel.jsonl"
+
+
+def calls(*items: tuple[str, Any], prefix: str = "c") -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {
+                "id": f"{prefix}{i}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for i, (name, args) in enumerate(items, start=1)
+        ]
+    }
+
+
+def assert_invariant(result: RunResult) -> None:
+    """Every tool message answers exactly one call the runtime recorded, with its content."""
+    records: dict[str, CallRecord | RejectedCall] = {}
+    for record in [*result.calls, *result.rejected]:
+        assert record.id not in records, f"call id {record.id} recorded twice"
+        records[record.id] = record
+    tool_messages = [m for m in result.messages if m.role == "tool"]
+    answered = [m.tool_call_id for m in tool_messages]
+    assert len(answered) == len(set(answered)), "a call was answered twice"
+    assert set(answered) == set(records), "tool messages and records differ"
+    for message in tool_messages:
+        assert message.tool_call_id is not None
+        assert message.content == records[message.tool_call_id].content
+    requested = [c.id for m in result.messages if m.role == "assistant" for c in m.tool_calls]
+    assert sorted(requested) == sorted(answered), "a requested call got no answer"
+
+
+def test_hotel_trace_validator_catches_the_typo_and_the_model_corrects_itself() -> None:
+    model = ScriptedModel.from_file(HOTEL)
+    result = Agent(model, seed_tools, max_rounds=8).run("Convert 100 USD to EUR")
+    assert result.status == "completed"
+    assert result.answer is not None and "7.00 EUR to spare" in result.answer
+    (rejected,) = result.rejected
+    assert rejected.name == "get_exchange_rate" and rejected.round == 1
+    assert "unknown argument 'traget' (did you mean 'target'?)" in rejected.error
+    # what the model was shown in round 2 is exactly that error
+    shown = model.requests[1].messages[-1]
+    assert shown.role == "tool" and shown.content == "Error: " + rejected.error
+    assert [(c.name, c.result) for c in result.calls] == [
+        ("get_exchange_rate", 0.92),
+        ("calculator", 7.0),
+    ]
+    assert_invariant(result)
+
+
+def test_parallel_calls_with_failures_keep_every_sibling() -> None:
+    @tool(timeout=0.2)
+    def slow() -> str:
+        """Too slow."""
+        import time
+
+        time.sleep(2)
+        return "late"
+
+    box = seed_tools.merged()
+    box.add(slow)
+    model = ScriptedModel(
+        [
+            calls(
+                ("lookup_capital", {"country": "Japan"}),
+                ("lookup_capital", {"country": "Atlantis"}),
+                ("slow", {}),
+                ("calculator", {"expression": 5}),
+                ("nope", {}),
+                ("get_current_weather", {"location": "Paris"}),
+            ),
+            {"content": "done"},
+        ]
+    )
+    result = Agent(model, box).run("several things at once")
+    assert result.status == "completed"
+    assert [c.name for c in result.calls] == [
+        "lookup_capital",
+        "lookup_capital",
+        "slow",
+        "get_current_weather",
+    ]
+    assert result.calls[0].result == "Tokyo"
+    assert "unknown country 'Atlantis'" in (result.calls[1].error or "")
+    assert "timed out" in (result.calls[2].error or "")
+    assert result.calls[3].result["conditions"] == "partly cloudy"
+    assert {r.name for r in result.rejected} == {"calculator", "nope"}
+    assert_invariant(result)
+
+
+def test_max_rounds_is_a_hard_stop_that_keeps_the_state() -> None:
+    model = ScriptedModel(
+        lambda messages: calls(("calculator", {"expression": f"{len(messages)}"}))
+    )
+    result = Agent(model, seed_tools, max_rounds=3, cycle_limit=None).run("loop forever")
+    assert result.status == "max_rounds" and result.rounds == 3
+    assert len(result.calls) == 3 and result.answer is None
+    assert "3 rounds" in (result.error or "")
+    assert len(result.usage.rounds) == 3
+    assert_invariant(result)
+
+
+def test_cycles_get_a_note_then_end_the_run() -> None:
+    model = ScriptedModel(lambda messages: calls(("lookup_capital", {"country": "France"})))
+    result = Agent(model, seed_tools, max_rounds=20, cycle_limit=5).run("capital?")
+    assert result.status == "cycle"
+    assert len(result.calls) == 5
+    notes = [
+        m.content
+        for m in result.messages
+        if m.role == "user" and "same result" in (m.content or "")
+    ]
+    assert len(notes) == 2  # after the 3rd and 4th identical results
+    assert "lookup_capital was called 5 times" in (result.error or "")
+    assert_invariant(result)
+
+
+def test_model_sees_tools_and_conversation() -> None:
+    model = ScriptedModel([{"content": "hi"}])
+    Agent(model, seed_tools, system_prompt="Be brief.").run("hello")
+    (request,) = model.requests
+    assert [m.role for m in request.messages] == ["system", "user"]
+    assert [t.name for t in request.tools] == seed_tools.names
+    assert [m.id for m in request.messages] == ["m1", "m2"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ({"content": None}, "Your last reply was empty"),
+        ({"content": "   "}, "Your last reply was empty"),
+        ({"tool_calls": "get_weather"}, "tool_calls must be a list"),
+        ({"tool_calls": [{"id": "x"}]}, "has no 'function' object"),
+        ({"tool_calls": [42]}, "is not an object"),
+    ],
+)
+def test_malformed_reply_shapes_become_feedback(reply: dict[str, Any], expected: str) -> None:
+    model = ScriptedModel([reply, {"content": "recovered"}])
+    result = Agent(model, seed_tools).run("task")
+    assert result.status == "completed" and result.answer == "recovered"
+    feedback = model.requests[1].messages[-1]
+    assert feedback.role == "user" and expected in (feedback.content or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("lookup_capital", '{"country": "France"', "not valid JSON"),
+        ("lookup_capital", '["France"]', "must be a JSON object"),
+        ("", '{"country": "France"}', "has no tool name"),
+        ("lookup_capital", '{"country": "' + "x" * 10_000_000 + '"}', "the limit is 1,000,000"),
+    ],
+)
+def test_malformed_calls_are_rejected_with_a_precise_error(
+    name: str, arguments: str, expected: str
+) -> None:
+    model = ScriptedModel([calls((name, arguments)), {"content": "ok"}])
+    result = Agent(model, seed_tools).run("task")
+    assert result.status == "completed"
+    (rejected,) = result.rejected
+    assert expected in rejected.error
+    assert len(rejected.arguments) < 400  # the raw text is kept, cut, not copied whole
+    assert_invariant(result)
+
+
+def test_thousands_of_calls_in_one_turn_are_bounded() -> None:
+    many = calls(*[("lookup_capital", {"country": "France"})] * 3000)
+    model = ScriptedModel([many, {"content": "ok"}])
+    result = Agent(model, seed_tools, max_calls_per_turn=100, cycle_limit=None).run("task")
+    assert result.status == "completed"
+    assert len(result.calls) == 100 and len(result.rejected) == 2900
+    assert "at most 100 run per turn" in result.rejected[0].error
+    assert_invariant(result)
+
+
+def test_model_failure_ends_the_run_with_error_and_keeps_what_was_recorded() -> None:
+    class Flaky(Model):
+        name = "flaky"
+
+        def __init__(self) -> None:
+            self.n = 0
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            self.n += 1
+            if self.n == 1:
+                return ModelResponse(
+                    tool_calls=[ToolCall("k1", "lookup_capital", '{"country": "Kenya"}')]
+                )
+            raise ModelServerError("503 from the server after 4 attempts")
+
+    result = Agent(Flaky(), seed_tools).run("task")
+    assert result.status == "error"
+    assert result.error == "ModelServerError: 503 from the server after 4 attempts"
+    assert [c.result for c in result.calls] == ["Nairobi"]
+
+
+def test_a_backend_bug_does_not_crash_the_host() -> None:
+    def broken(messages: Sequence[Message]) -> dict[str, Any]:
+        raise KeyError("internal")
+
+    result = Agent(ScriptedModel(broken), seed_tools).run("task")
+    assert result.status == "error" and "KeyError" in (result.error or "")
+
+
+def test_running_out_of_script_is_a_clear_error() -> None:
+    result = Agent(
+        ScriptedModel([calls(("lookup_capital", {"country": "Japan"}))]), seed_tools
+    ).run("t")
+    assert result.status == "error"
+    assert "no reply left" in (result.error or "")
+    assert len(result.calls) == 1
+
+
+def test_usage_per_round_prefers_the_provider() -> None:
+    model = ScriptedModel(
+        [
+            {
+                **calls(("lookup_capital", {"country": "Japan"})),
+                "usage": {"input_tokens": 100, "output_tokens": 7},
+            },
+            {"content": "Tokyo", "usage": {"input_tokens": 130, "output_tokens": 3}},
+        ]
+    )
+    result = Agent(model, seed_tools).run("capital of Japan?")
+    assert [(u.input_tokens, u.output_tokens) for u in result.usage.rounds] == [(100, 7), (130, 3)]
+    assert result.usage.input_tokens == 230 and result.usage.source == "provider"
+
+
+def test_offline_token_counts_grow_with_the_conversation() -> None:
+    result = Agent(ScriptedModel.from_file(HOTEL), seed_tools).run("Convert 100 USD to EUR")
+    inputs = [u.input_tokens for u in result.usage.rounds]
+    assert result.usage.source == "o200k"
+    assert inputs == sorted(inputs) and inputs[0] > 300  # the tool schemas are counted
+
+
+def test_run_inside_an_event_loop_points_to_arun() -> None:
+    async def inner() -> None:
+        Agent(ScriptedModel([{"content": "x"}]), seed_tools).run("t")
+
+    import asyncio
+
+    with pytest.raises(UsageError, match="arun"):
+        asyncio.run(inner())
+
+
+async def test_arun() -> None:
+    result = await Agent(ScriptedModel([{"content": "x"}]), seed_tools).arun("t")
+    assert result.answer == "x"
+
+
+def test_trace_records_every_event_and_replays(tmp_path: Path) -> None:
+    trace = tmp_path / "run.jsonl"
+    first = Agent(ScriptedModel.from_file(HOTEL), seed_tools, trace=trace).run("Convert")
+    events = list(read_trace(trace))
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end"
+    assert kinds.count("model_request") == kinds.count("model_response") == 4
+    assert kinds.count("call") == 2 and kinds.count("rejected") == 1
+    call_event = next(e for e in events if e["event"] == "call")
+    assert {"arguments", "result", "error", "duration_s"} <= set(call_event)
+    assert events[-1]["status"] == "completed"
+    replayed = Agent(ScriptedModel.from_file(trace), seed_tools).run("Convert")
+    assert replayed.answer == first.answer
+    assert [c.to_dict()["arguments"] for c in replayed.calls] == [
+        c.to_dict()["arguments"] for c in first.calls
+    ]
+
+
+def test_repeated_call_ids_are_made_unique() -> None:
+    same_id = {
+        "tool_calls": [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "lookup_capital", "arguments": '{"country": "Japan"}'},
+            },
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "lookup_capital", "arguments": '{"country": "France"}'},
+            },
+        ]
+    }
+    result = Agent(ScriptedModel([same_id, same_id, {"content": "ok"}]), seed_tools).run("t")
+    assert [c.id for c in result.calls] == ["call_0", "call_0~2", "call_0~3", "call_0~4"]
+    assert [c.result for c in result.calls] == ["Tokyo", "Paris", "Tokyo", "Paris"]
+    assert_invariant(result)

@@ -1,0 +1,214 @@
+"""The dispatcher: validation, concurrent execution, timeouts, failures, the ledger."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+from tooluse import (
+    CallRecord,
+    Dispatcher,
+    Ledger,
+    ModelRetry,
+    RejectedCall,
+    Toolbox,
+    ToolCall,
+    tool,
+)
+
+
+def call(name: str, arguments: dict[str, Any] | str, call_id: str = "c") -> ToolCall:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return ToolCall(call_id, name, text)
+
+
+async def test_sync_tools_run_concurrently_in_threads() -> None:
+    barrier = threading.Barrier(2, timeout=10)
+
+    @tool
+    def meet(who: str) -> str:
+        """Wait until the other call arrives too."""
+        barrier.wait()  # only passes if both calls run at the same time
+        return who
+
+    dispatcher = Dispatcher(Toolbox([meet]))
+    outcomes = await dispatcher.run(
+        [call("meet", {"who": "a"}, "1"), call("meet", {"who": "b"}, "2")]
+    )
+    dispatcher.close()
+    assert [o.result for o in outcomes if isinstance(o, CallRecord)] == ["a", "b"]
+
+
+async def test_async_tools_run_concurrently_on_the_loop() -> None:
+    ready = asyncio.Event()
+
+    @tool
+    async def waiter() -> str:
+        """Wait for the signal."""
+        await asyncio.wait_for(ready.wait(), 10)
+        return "woke"
+
+    @tool
+    async def signal() -> str:
+        """Send the signal."""
+        ready.set()
+        return "sent"
+
+    outcomes = await Dispatcher(Toolbox([waiter, signal])).run(
+        [call("waiter", {}, "1"), call("signal", {}, "2")]
+    )
+    assert [o.content for o in outcomes] == ["woke", "sent"]
+
+
+async def test_failures_never_lose_sibling_results() -> None:
+    @tool(timeout=0.2)
+    async def hang() -> str:
+        """Never answers."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    @tool
+    def boom(x: int) -> int:
+        """Raises."""
+        raise RuntimeError(f"exploded on {x}")
+
+    @tool
+    def fine(x: int) -> int:
+        """Works."""
+        return x * 2
+
+    outcomes = await Dispatcher(Toolbox([hang, boom, fine])).run(
+        [
+            call("hang", {}, "1"),
+            call("boom", {"x": 1}, "2"),
+            call("fine", {"x": "no"}, "3"),
+            call("fine", {"x": 21}, "4"),
+        ]
+    )
+    assert [o.id for o in outcomes] == ["1", "2", "3", "4"]
+    hang_rec, boom_rec, rejected, ok = outcomes
+    assert isinstance(hang_rec, CallRecord) and hang_rec.error == "hang timed out after 0.2 s"
+    assert isinstance(boom_rec, CallRecord)
+    assert boom_rec.error == "boom failed: RuntimeError: exploded on 1"
+    assert isinstance(rejected, RejectedCall) and "must be integer" in rejected.error
+    assert isinstance(ok, CallRecord) and ok.result == 42 and ok.content == "42"
+
+
+async def test_hung_sync_tool_is_abandoned_after_its_timeout() -> None:
+    release = threading.Event()
+
+    @tool(timeout=0.2)
+    def stuck() -> str:
+        """Blocks a thread."""
+        release.wait(30)
+        return "late"
+
+    dispatcher = Dispatcher(Toolbox([stuck]))
+    (outcome,) = await dispatcher.run([call("stuck", {})])
+    dispatcher.close()  # must not wait for the stuck thread
+    release.set()
+    assert isinstance(outcome, CallRecord) and "timed out" in (outcome.error or "")
+
+
+async def test_model_retry_message_goes_to_the_model_verbatim() -> None:
+    @tool
+    def find(order_id: str) -> str:
+        """Find an order."""
+        raise ModelRetry("order ids look like 'A-1234'; check the id and call again")
+
+    (outcome,) = await Dispatcher(Toolbox([find])).run([call("find", {"order_id": "1234"})])
+    assert outcome.content == "Error: order ids look like 'A-1234'; check the id and call again"
+
+
+async def test_result_that_is_not_json_is_an_error_not_a_crash() -> None:
+    @tool
+    def weird() -> Any:
+        """Returns something unserializable."""
+        return threading.Lock()
+
+    (outcome,) = await Dispatcher(Toolbox([weird])).run([call("weird", {})])
+    assert isinstance(outcome, CallRecord) and "cannot be sent as JSON" in (outcome.error or "")
+
+
+async def test_unknown_and_nameless_calls_list_what_exists() -> None:
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return city
+
+    dispatcher = Dispatcher(Toolbox([get_weather]))
+    unknown, nameless = await dispatcher.run(
+        [call("get_wether", {"city": "x"}, "1"), call("", {}, "2")]
+    )
+    assert isinstance(unknown, RejectedCall)
+    assert "no tool named 'get_wether'; did you mean 'get_weather'?" in unknown.error
+    assert isinstance(nameless, RejectedCall) and "has no tool name" in nameless.error
+    assert "Available tools: get_weather" in nameless.error
+
+
+async def test_calls_beyond_the_turn_limit_are_refused_with_a_reason() -> None:
+    ran: list[int] = []
+
+    @tool
+    def count(i: int) -> int:
+        """Count."""
+        ran.append(i)
+        return i
+
+    outcomes = await Dispatcher(Toolbox([count]), max_calls_per_turn=3).run(
+        [call("count", {"i": i}, str(i)) for i in range(5)]
+    )
+    assert sorted(ran) == [0, 1, 2]
+    refused = [o for o in outcomes if isinstance(o, RejectedCall)]
+    assert len(refused) == 2 and "at most 3 run per turn" in refused[0].error
+
+
+async def test_concurrency_limit_is_respected() -> None:
+    running = peak = 0
+
+    @tool
+    async def work() -> int:
+        """Work a little."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return peak
+
+    await Dispatcher(Toolbox([work]), max_concurrency=2).run(
+        [call("work", {}, str(i)) for i in range(8)]
+    )
+    assert peak == 2
+
+
+async def test_ledger_answers_repeated_side_effects_without_running_them() -> None:
+    sent: list[str] = []
+
+    @tool(side_effects=True)
+    def send_email(to: str) -> str:
+        """Send an e-mail."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    dispatcher = Dispatcher(Toolbox([send_email]), ledger=Ledger())
+    first = await dispatcher.call("send_email", {"to": "a@x"}, call_id="1")
+    second = await dispatcher.call("send_email", {"to": "a@x"}, call_id="2")
+    third = await dispatcher.call("send_email", {"to": "b@x"}, call_id="3")
+    assert sent == ["a@x", "b@x"]
+    assert isinstance(second, CallRecord) and second.replayed and second.result == "sent to a@x"
+    assert isinstance(first, CallRecord) and not first.replayed
+    assert isinstance(third, CallRecord) and not third.replayed
+
+
+async def test_repairs_are_recorded_on_the_call() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    (outcome,) = await Dispatcher(Toolbox([echo])).run([call("echo", '{"text": "hi",}')])
+    assert isinstance(outcome, CallRecord) and outcome.result == "hi"
+    assert outcome.repairs == ("removed trailing commas",)

@@ -1,0 +1,112 @@
+"""The `tooluse` command, run as a real process."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLUSE = Path(sys.executable).parent / "tooluse"
+
+
+def tooluse(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TOOLUSE), *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_run_prints_the_answer_and_writes_a_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    proc = tooluse(
+        "run",
+        "Convert 100 USD to EUR",
+        "--tools",
+        "examples.seed_tools:toolbox",
+        "--model",
+        "scripted:examples/hotel.jsonl",
+        "--trace",
+        str(trace),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "7.00 EUR to spare" in proc.stdout
+    assert "rejected get_exchange_rate" in proc.stderr and "did you mean 'target'" in proc.stderr
+    assert "completed · 4 rounds · 2 calls · 1 rejected" in proc.stderr
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert events[-1]["event"] == "run_end" and events[-1]["status"] == "completed"
+
+
+def test_run_json_output_is_the_run_result() -> None:
+    proc = tooluse(
+        "run",
+        "x",
+        "--tools",
+        "examples.seed_tools:toolbox",
+        "--model",
+        "scripted:examples/weather.jsonl",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "completed" and len(data["calls"]) == 2
+
+
+def test_unfinished_run_exits_non_zero(tmp_path: Path) -> None:
+    script = tmp_path / "loop.jsonl"
+    line = json.dumps(
+        {
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "lookup_capital", "arguments": '{"country": "Japan"}'},
+                }
+            ]
+        }
+    )
+    script.write_text((line + "\n") * 3)
+    proc = tooluse(
+        "run",
+        "x",
+        "--tools",
+        "examples.seed_tools:toolbox",
+        "--model",
+        f"scripted:{script}",
+        "--max-rounds",
+        "2",
+    )
+    assert proc.returncode == 1
+    assert "no final answer after 2 rounds" in proc.stderr
+
+
+def test_usage_errors_are_one_clear_line() -> None:
+    proc = tooluse("run", "x", "--tools", "examples.nothing:toolbox", "--model", "scripted:x")
+    assert proc.returncode == 2
+    assert "error: cannot import 'examples.nothing'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = tooluse("run", "x", "--tools", "examples.seed_tools:toolbox", "--model", "gpt")
+    assert proc.returncode == 2 and "unknown model spec 'gpt'" in proc.stderr
+    proc = tooluse("run", "x", "--tools", "examples.seed_tools", "--model", "scripted:x")
+    assert proc.returncode == 2 and "MODULE:ATTR" in proc.stderr
+
+
+def test_tools_show_every_format() -> None:
+    for fmt in ("openai", "openai-strict", "anthropic"):
+        proc = tooluse("tools", "show", "examples.seed_tools:toolbox", "--format", fmt)
+        assert proc.returncode == 0, proc.stderr
+        rendered = json.loads(proc.stdout)
+        assert len(rendered) == 5
+    proc = tooluse("tools", "show", "examples.seed_tools:toolbox", "--format", "stubs")
+    assert proc.returncode == 0
+    tree = ast.parse(proc.stdout)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == [
+        "get_current_weather",
+        "lookup_capital",
+        "calculator",
+        "get_exchange_rate",
+        "list_items",
+    ]
+    proc = tooluse("tools", "show", "examples.seed_tools:toolbox", "--format", "yaml")
+    assert proc.returncode == 2

@@ -1,0 +1,161 @@
+"""Typed functions and raw schemas → tools."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from tools.sample_tools import TOOLS, Address, Window
+from tooluse import Tool, Toolbox, ToolDefinitionError, tool
+
+
+def test_name_description_and_google_style_parameters() -> None:
+    weather = TOOLS.get("get_current_weather")
+    assert weather is not None
+    assert weather.description == "Retrieve current weather conditions for a location."
+    props = weather.parameters["properties"]
+    assert props["location"] == {
+        "type": "string",
+        "description": "City and country, e.g. 'Paris, France'",
+    }
+    assert props["unit"]["enum"] == ["celsius", "fahrenheit"]
+    assert props["unit"]["default"] == "celsius"
+    assert weather.parameters["required"] == ["location"]
+
+
+def test_numpy_and_sphinx_docstrings_describe_parameters() -> None:
+    book = TOOLS.get("book_room")
+    search = TOOLS.get("search")
+    assert book is not None and search is not None
+    assert book.parameters["properties"]["guest"]["description"] == "Full name of the guest"
+    assert search.parameters["properties"]["limit"]["description"] == "Most results to return"
+
+
+def test_nested_models_dataclasses_and_typeddicts_become_objects() -> None:
+    book = TOOLS.get("book_room")
+    assert book is not None
+    defs = book.parameters["$defs"]
+    assert set(defs["Address"]["properties"]) == {"street", "city", "country_code"}
+    assert defs["Address"]["required"] == ["street", "city"]
+    assert set(defs["Window"]["properties"]) == {"start", "end"}
+    search = TOOLS.get("search")
+    assert search is not None
+    assert "Filters" in search.parameters["$defs"]
+
+
+def test_no_titles_survive_anywhere() -> None:
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "properties":
+                    for prop in value.values():
+                        walk(prop)
+                    continue
+                assert key != "title"
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for t in TOOLS:
+        walk(t.parameters)
+        walk(t.returns)
+
+
+def test_return_annotation_becomes_output_schema() -> None:
+    book = TOOLS.get("book_room")
+    assert book is not None and book.returns is not None
+    assert set(book.returns["properties"]) == {"booking_id", "confirmed"}
+    ping = TOOLS.get("ping")
+    assert ping is not None
+    assert ping.returns == {"type": "string"}
+
+
+def test_decorator_options_and_async_detection() -> None:
+    book = TOOLS.get("book_room")
+    assert book is not None
+    assert book.is_async and book.side_effects and book.timeout == 5
+    assert book.positional == ("guest", "address", "window", "notes")
+
+
+def test_arguments_are_converted_to_python_objects() -> None:
+    book = TOOLS.get("book_room")
+    assert book is not None
+    kwargs = book.convert_arguments(
+        {
+            "guest": "Ada",
+            "address": {"street": "1 Rue", "city": "Paris"},
+            "window": {"start": "2026-01-01", "end": "2026-01-03"},
+        }
+    )
+    assert isinstance(kwargs["address"], Address)
+    assert isinstance(kwargs["window"], Window)
+    assert kwargs["rooms"] == 1 and kwargs["notes"] is None
+
+
+def test_tool_remains_callable_as_the_function() -> None:
+    weather = TOOLS.get("get_current_weather")
+    assert weather is not None
+    assert weather("Paris") == {"temperature": 18.0}
+
+
+def test_raw_schema_tool_keeps_schema_and_passes_arguments_through() -> None:
+    raw = TOOLS.get("user.lookup")
+    assert raw is not None
+    assert raw.parameters["required"] == ["fields"]
+    assert raw.convert_arguments({"fields": ["name"]}) == {"fields": ["name"]}
+
+
+def test_unannotated_parameter_is_a_definition_error() -> None:
+    def bad(x):  # type: ignore[no-untyped-def]
+        return x
+
+    with pytest.raises(ToolDefinitionError, match="no type annotation"):
+        tool(bad)
+
+
+def test_var_args_are_a_definition_error() -> None:
+    def bad(*items: int) -> int:
+        return len(items)
+
+    with pytest.raises(ToolDefinitionError, match=r"\*items"):
+        tool(bad)
+
+
+def test_bad_names_and_duplicates_are_rejected() -> None:
+    with pytest.raises(ToolDefinitionError, match="not usable"):
+        Tool.from_schema("has space", "", {"type": "object"}, lambda: None)
+    with pytest.raises(ToolDefinitionError, match="two tools"):
+        Toolbox([TOOLS.get("ping"), TOOLS.get("ping")])  # type: ignore[list-item]
+    with pytest.raises(ToolDefinitionError, match="object schema"):
+        Tool.from_schema("x", "", {"type": "array"}, lambda: None)
+
+
+def test_plain_functions_are_accepted_by_toolbox() -> None:
+    class Point(BaseModel):
+        x: int
+
+    def move(point: Point, direction: Literal["n", "s"]) -> Point:
+        """Move a point."""
+        return point
+
+    box = Toolbox([move])
+    moved = box.get("move")
+    assert moved is not None
+    assert moved.parameters["properties"]["direction"]["enum"] == ["n", "s"]
+
+
+def test_dataclass_parameter_without_docstring() -> None:
+    @dataclasses.dataclass
+    class Span:
+        a: int
+
+    @tool
+    def measure(span: Span) -> int:
+        return span.a
+
+    assert measure.description == ""
+    assert measure.convert_arguments({"span": {"a": 3}})["span"] == Span(3)
