@@ -1,0 +1,39 @@
+"""Run model-written Python scripts in an isolated, warm sandbox; tools run on the host.
+
+::
+
+    async def handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        return ToolReply.ok(await weather(**arguments))
+
+    async with Sandbox(limits=SandboxLimits(cpu_seconds=5)) as sb:
+        result = await sb.execute(
+            "from tools import get_weather\\nprint(get_weather('Paris'))",
+            tools=[ProxySpec("get_weather", ["location", "unit"])],
+            handler=handler,
+        )
+
+Inside the script, the tool module (``tools`` by default) holds one function per
+:class:`ProxySpec`, ``ToolError`` (raised when a call fails; ``.kind`` says how),
+``parallel(tool, items)`` to issue many calls at once, and ``tool.aio(...)`` coroutines
+for use with ``asyncio.gather``.
+"""
+
+from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
+from ._limits import SandboxLimits
+from ._sandbox import IsolationMode, Sandbox
+from ._types import ExecResult, ExecStatus, Handler, LimitName, ProxySpec, ToolReply
+
+__all__ = [
+    "ExecResult",
+    "ExecStatus",
+    "Handler",
+    "IsolationMode",
+    "LimitName",
+    "ProxySpec",
+    "Sandbox",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "SandboxWarning",
+    "ToolReply",
+]

@@ -1,0 +1,317 @@
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import signal
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from ._exceptions import SandboxError
+from ._limits import SandboxLimits
+from ._output import OutputCapture
+from ._types import ExecResult, ExecStatus, Handler, LimitName, ProxySpec, ToolReply
+
+if TYPE_CHECKING:
+    from ._sandbox import Sandbox
+
+__all__ = ["Execution"]
+
+_MAX_LINE = 32 * 1024 * 1024
+# After asking the server to kill a script, how long to wait for its pipes to close before
+# declaring the sandbox broken.
+_KILL_GRACE_S = 3.0
+
+
+class Execution:
+    """One script run: hands the script to the server, serves its tool calls, collects output."""
+
+    def __init__(
+        self,
+        *,
+        sandbox: Sandbox,
+        job_id: str,
+        script: str,
+        tools: list[ProxySpec],
+        handler: Handler | None,
+        timeout: float,
+        module_name: str,
+        limits: SandboxLimits,
+        max_calls: int | None,
+    ) -> None:
+        self._sandbox = sandbox
+        self._job_id = job_id
+        self._script = script
+        self._tools = {spec.name: spec for spec in tools}
+        self._handler = handler
+        self._timeout = timeout
+        self._module_name = module_name
+        self._limits = limits
+        self._max_calls = max_calls
+        self._stdout = OutputCapture(limits.max_output_bytes)
+        self._stderr = OutputCapture(limits.max_output_bytes)
+        self._flood_bytes = limits.flood_limit_mb * 1024 * 1024
+        self._semaphore = asyncio.Semaphore(limits.max_concurrent_calls)
+        self._call_tasks: set[asyncio.Task[None]] = set()
+        self._calls_made = 0
+        self._done: dict[str, Any] | None = None
+        self._exit: dict[str, Any] | None = None
+        self._stop_reason: LimitName | None = None
+        self._stop_message = ""
+
+    async def run(self) -> ExecResult:
+        started = time.perf_counter()
+        host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            self._sandbox.send_run(
+                {
+                    "t": "run",
+                    "job": self._job_id,
+                    "script": self._script,
+                    "module": self._module_name,
+                    "tools": [[spec.name, list(spec.params)] for spec in self._tools.values()],
+                    "limits": self._limits.for_worker(),
+                    "deadline": self._timeout,
+                },
+                [sandbox_end.fileno(), out_write, err_write],
+            )
+        except BaseException:
+            host_end.close()
+            os.close(out_read)
+            os.close(err_read)
+            raise
+        finally:
+            sandbox_end.close()
+            os.close(out_write)
+            os.close(err_write)
+
+        tasks = [
+            asyncio.ensure_future(self._serve_calls(host_end)),
+            asyncio.ensure_future(self._drain(out_read, self._stdout, "stdout")),
+            asyncio.ensure_future(self._drain(err_read, self._stderr, "stderr")),
+        ]
+        everything = asyncio.gather(*tasks)
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(everything), self._timeout)
+            except TimeoutError:
+                self._stop("wall_clock", f"timed out after {_seconds(self._timeout)}")
+                try:
+                    await asyncio.wait_for(asyncio.shield(everything), _KILL_GRACE_S)
+                except TimeoutError:
+                    self._sandbox.mark_broken()
+                    raise SandboxError("the sandbox did not stop a timed-out script") from None
+        except BaseException:
+            # Cancelled by the caller, or the sandbox is stuck: kill the script, stop
+            # reading, and let the descriptors close with the tasks.
+            self._stop(None, "")
+            for task in tasks:
+                task.cancel()
+            raise
+        finally:
+            for call in self._call_tasks:
+                call.cancel()
+        return self._result(time.perf_counter() - started)
+
+    def _stop(self, reason: LimitName | None, message: str) -> None:
+        if self._stop_reason is None and reason is not None:
+            self._stop_reason = reason
+            self._stop_message = message
+        self._sandbox.send_kill(self._job_id)
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    async def _serve_calls(self, sock: socket.socket) -> None:
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=_MAX_LINE)
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except ValueError:
+                    self._stop("output", "a tool call from the script exceeded 32 MiB")
+                    return
+                except ConnectionError:
+                    return
+                if not line.endswith(b"\n"):
+                    return
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                kind = message.get("t")
+                if kind == "call":
+                    self._accept_call(message, writer)
+                elif kind == "done":
+                    self._done = message
+                elif kind == "exit":
+                    self._exit = message
+        finally:
+            writer.close()
+
+    def _accept_call(self, message: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+        if self._stop_reason is not None:
+            return
+        if self._max_calls is not None and self._calls_made >= self._max_calls:
+            self._stop(
+                "calls",
+                f"the script made more than {self._max_calls:,} tool calls, the limit per "
+                "script; it was stopped. Batch work with tools.parallel() or make fewer calls.",
+            )
+            return
+        self._calls_made += 1
+        task = asyncio.ensure_future(self._run_call(message, writer))
+        self._call_tasks.add(task)
+        task.add_done_callback(self._call_tasks.discard)
+
+    async def _run_call(self, message: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+        call_id = message.get("id")
+        async with self._semaphore:
+            reply = await self._invoke(message.get("name"), message.get("args"))
+        try:
+            if reply.kind is None:
+                line = json.dumps({"id": call_id, "ok": True, "value": reply.value})
+            else:
+                line = json.dumps(
+                    {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
+                )
+        except (TypeError, ValueError) as exc:
+            line = json.dumps(
+                {
+                    "id": call_id,
+                    "ok": False,
+                    "kind": "internal",
+                    "message": f"the tool's result is not a JSON value: {exc}",
+                }
+            )
+        try:
+            writer.write(line.encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, RuntimeError):
+            pass
+
+    async def _invoke(self, name: object, arguments: object) -> ToolReply:
+        if not isinstance(name, str) or name not in self._tools:
+            return ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
+        if not isinstance(arguments, dict):
+            return ToolReply.fail("arguments must be a JSON object", kind="validation")
+        if self._handler is None:
+            return ToolReply.fail(f"no handler serves tool {name!r}", kind="internal")
+        try:
+            reply = self._handler(name, arguments)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return ToolReply.fail(f"{type(exc).__name__}: {exc}", kind="internal")
+        if not isinstance(reply, ToolReply):
+            return ToolReply.fail(
+                f"the handler returned {type(reply).__name__}, not ToolReply", kind="internal"
+            )
+        return reply
+
+    # -- output ------------------------------------------------------------------------------
+
+    async def _drain(self, fd: int, capture: OutputCapture, stream: str) -> None:
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+
+        def on_readable() -> None:
+            try:
+                data = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                loop.remove_reader(fd)
+                if not finished.done():
+                    finished.set_result(None)
+                return
+            capture.feed(data)
+            if capture.total > self._flood_bytes and self._stop_reason is None:
+                self._stop(
+                    "output",
+                    f"the script wrote more than {self._limits.flood_limit_mb} MiB to "
+                    f"{stream} and was stopped; print less (summaries, not raw data).",
+                )
+
+        loop.add_reader(fd, on_readable)
+        try:
+            await finished
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+
+    # -- the result --------------------------------------------------------------------------
+
+    def _result(self, duration: float) -> ExecResult:
+        status, error, limit = self._classify()
+        return ExecResult(
+            status=status,
+            stdout=self._stdout.text(),
+            stderr=self._stderr.text(),
+            error=error,
+            limit=limit,
+            truncated=self._stdout.truncated or self._stderr.truncated,
+            calls_made=self._calls_made,
+            duration_s=duration,
+        )
+
+    def _classify(self) -> tuple[ExecStatus, str | None, LimitName | None]:
+        if self._stop_reason == "wall_clock":
+            return "timeout", self._stop_message, "wall_clock"
+        if self._stop_reason is not None:
+            return "killed", self._stop_message, self._stop_reason
+        done, exit_ = self._done, self._exit
+        if done is not None:
+            if done.get("ok"):
+                return "ok", None, None
+            error = str(done.get("error", ""))
+            if done.get("kind") == "memory":
+                return (
+                    "killed",
+                    f"memory limit exceeded ({self._limits.memory_mb} MiB)\n{error}",
+                    "memory",
+                )
+            return "error", error, None
+        if exit_ is None:
+            self._sandbox.mark_broken()
+            return (
+                "sandbox_error",
+                "the sandbox stopped before the script finished; it will be restarted",
+                None,
+            )
+        signum = exit_.get("signal")
+        cpu = float(exit_.get("cpu") or 0.0)
+        # rusage and the rlimit tick count CPU time slightly differently: allow some slack.
+        if signum in (signal.SIGKILL, signal.SIGXCPU) and cpu >= 0.8 * self._limits.cpu_seconds:
+            return (
+                "killed",
+                f"CPU time limit exceeded ({_seconds(self._limits.cpu_seconds)} of CPU time)",
+                "cpu",
+            )
+        if signum:
+            return "killed", f"the script was killed by {_signal_name(signum)}", None
+        code = exit_.get("code")
+        if code:
+            return "error", f"the script exited with status {code}", None
+        return "ok", None, None
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

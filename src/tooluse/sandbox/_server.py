@@ -1,0 +1,762 @@
+"""The fork server that runs inside the sandbox, and the runtime a script sees.
+
+This file runs on its own, as ``python -I -S -B -X utf8 _server.py CONFIG_JSON``, inside the
+sandbox. It imports nothing but the standard library: the ``tooluse`` package is not visible
+in there. The host passes the control socket's descriptor number in the configuration.
+
+Processes, per script::
+
+    server ──fork──▶ monitor ──unshare(CLONE_NEWPID), fork──▶ worker (pid 1 of a fresh pid
+                                                              namespace; runs the script)
+
+The server keeps one idle monitor+worker pair forked ahead of time, so a request only has
+to hand over descriptors. The worker is pid 1 of its own pid namespace: when it exits, the
+kernel kills everything the script started, and the script cannot see or signal the server
+or other scripts. The monitor waits for the worker and writes the exit status to the
+script's tool channel; killing the monitor kills the worker through ``PR_SET_PDEATHSIG``.
+
+Wire format: the control and hand-over sockets carry frames (4-byte big-endian length +
+JSON, descriptors attached with ``SCM_RIGHTS``); the tool channel between the script and the
+host carries JSON lines.
+"""
+
+from __future__ import annotations
+
+import array
+import ast
+import asyncio
+import builtins
+import ctypes
+import json
+import linecache
+import os
+import random
+import resource
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
+
+_HEADER = struct.Struct("!I")
+_MAX_FDS = 8
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_SECCOMP = 22
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_PR_SET_CHILD_SUBREAPER = 36
+_SECCOMP_MODE_FILTER = 2
+_CLONE_NEWPID = 0x20000000
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+_SCRIPT_FILENAME = "script.py"
+_CO_COROUTINE = 0x80
+
+# Modules scripts commonly use, imported once in the server so every fork starts warm.
+_PRELOAD = (
+    "base64",
+    "bisect",
+    "collections",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "hashlib",
+    "heapq",
+    "itertools",
+    "math",
+    "operator",
+    "re",
+    "statistics",
+    "string",
+    "textwrap",
+    "typing",
+    "uuid",
+)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _prctl(option: int, arg: int = 0) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
+
+
+# -- framing ---------------------------------------------------------------------------------
+
+
+def send_frame(sock: socket.socket, obj: object, fds: Iterable[int] = ()) -> None:
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    payload = _HEADER.pack(len(data)) + data
+    fd_list = list(fds)
+    if not fd_list:
+        sock.sendall(payload)
+        return
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fd_list))]
+    sent = sock.sendmsg([payload], ancillary)
+    if sent < len(payload):
+        sock.sendall(payload[sent:])
+
+
+def recv_frame(sock: socket.socket) -> tuple[Any, list[int]] | None:
+    """One frame and the descriptors that came with it; None at end of stream."""
+    fds: list[int] = []
+
+    def read_exactly(size: int) -> bytes | None:
+        chunks = bytearray()
+        while len(chunks) < size:
+            data, new_fds, _flags, _addr = socket.recv_fds(sock, size - len(chunks), _MAX_FDS)
+            fds.extend(new_fds)
+            if not data:
+                return None
+            chunks += data
+        return bytes(chunks)
+
+    header = read_exactly(_HEADER.size)
+    if header is None:
+        _close_all(fds)
+        return None
+    (length,) = _HEADER.unpack(header)
+    body = read_exactly(length)
+    if body is None:
+        _close_all(fds)
+        return None
+    return json.loads(body), fds
+
+
+def _close_all(fds: Iterable[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _keep_only(keep: Iterable[int]) -> None:
+    """Close every descriptor except stdio and ``keep``: a fork must not hold other jobs' pipes."""
+    low = 3
+    for fd in sorted(set(keep)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+class _Monitor:
+    __slots__ = ("deadline", "job", "pid", "sock")
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.job: str | None = None
+        self.deadline = 0.0
+
+
+class Server:
+    def __init__(self, ctl: socket.socket, config: dict[str, Any]) -> None:
+        self.ctl = ctl
+        self.config = config
+        self.pid = os.getpid()
+        self.use_pidns: bool = config["mode"] == "bwrap"
+        self.prefork: int = config.get("prefork", 1)
+        self.idle: list[_Monitor] = []
+        self.busy: dict[str, _Monitor] = {}
+        self.selector = selectors.DefaultSelector()
+
+    def serve(self) -> None:
+        self.selector.register(self.ctl, selectors.EVENT_READ, None)
+        self._fill_pool()
+        send_frame(self.ctl, {"t": "ready", "pid": self.pid, "pidns": self.use_pidns})
+        while True:
+            for key, _ in self.selector.select(self._next_timeout()):
+                if key.data is None:
+                    if not self._handle_control():
+                        self._shutdown()
+                        return
+                else:
+                    self._on_monitor_event(key.data)
+            self._enforce_deadlines()
+
+    def _handle_control(self) -> bool:
+        try:
+            frame = recv_frame(self.ctl)
+        except OSError:
+            return False
+        if frame is None:
+            return False
+        msg, fds = frame
+        try:
+            if msg["t"] == "run":
+                self._run(msg, fds)
+            elif msg["t"] == "kill":
+                monitor = self.busy.get(msg["job"])
+                if monitor is not None:
+                    _kill(monitor.pid)
+        finally:
+            _close_all(fds)
+        return True
+
+    def _run(self, msg: dict[str, Any], fds: list[int]) -> None:
+        # Every process of the sandbox counts against RLIMIT_NPROC, not only the script's:
+        # leave room for the server, the forked-ahead pairs and the other running scripts.
+        overhead = 4 + 2 * (self.prefork + len(self.busy) + 1)
+        if msg["limits"].get("processes") is not None and not self.config.get("no_nproc"):
+            msg["limits"]["nproc"] = msg["limits"]["processes"] + overhead
+        for _attempt in range(2):
+            monitor = self.idle.pop(0) if self.idle else self._spawn()
+            if monitor is None:
+                return
+            try:
+                send_frame(monitor.sock, msg, fds)
+            except OSError:
+                self._discard(monitor)
+                continue
+            monitor.job = msg["job"]
+            monitor.deadline = time.monotonic() + float(msg["deadline"]) + 2.0
+            self.busy[msg["job"]] = monitor
+            break
+        self._fill_pool()
+
+    def _fill_pool(self) -> None:
+        while len(self.idle) < self.prefork:
+            monitor = self._spawn()
+            if monitor is None:
+                return
+            self.idle.append(monitor)
+
+    def _spawn(self) -> _Monitor | None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:
+            try:
+                _keep_only([theirs.fileno()])
+                _monitor_main(theirs, self.config, self.pid, self.use_pidns)
+            finally:
+                os._exit(70)
+        theirs.close()
+        monitor = _Monitor(pid, ours)
+        self.selector.register(ours, selectors.EVENT_READ, monitor)
+        return monitor
+
+    def _on_monitor_event(self, monitor: _Monitor) -> None:
+        try:
+            data = monitor.sock.recv(64)
+        except OSError:
+            data = b""
+        if not data:
+            self._discard(monitor)
+
+    def _discard(self, monitor: _Monitor) -> None:
+        # Monitors are reaped here and nowhere else, so the pid cannot have been reused.
+        _kill(monitor.pid)
+        try:
+            os.waitpid(monitor.pid, 0)
+        except ChildProcessError:
+            pass
+        try:
+            self.selector.unregister(monitor.sock)
+        except (KeyError, ValueError):
+            pass
+        monitor.sock.close()
+        if monitor in self.idle:
+            self.idle.remove(monitor)
+        if monitor.job is not None:
+            self.busy.pop(monitor.job, None)
+
+    def _next_timeout(self) -> float | None:
+        if not self.busy:
+            return None
+        soonest = min(m.deadline for m in self.busy.values())
+        return max(0.0, soonest - time.monotonic())
+
+    def _enforce_deadlines(self) -> None:
+        # The host enforces the wall clock; this is the backstop if the host stops asking.
+        now = time.monotonic()
+        for monitor in list(self.busy.values()):
+            if monitor.deadline <= now:
+                _kill(monitor.pid)
+                monitor.deadline = now + 3600.0
+
+    def _shutdown(self) -> None:
+        for monitor in [*self.idle, *self.busy.values()]:
+            _kill(monitor.pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# -- the monitor -----------------------------------------------------------------------------
+
+
+def _monitor_main(
+    sock: socket.socket, config: dict[str, Any], server_pid: int, use_pidns: bool
+) -> NoReturn:
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server_pid:
+        os._exit(0)
+    pidns = False
+    if use_pidns:
+        pidns = _libc.unshare(_CLONE_NEWPID) == 0
+    if not pidns:
+        # Without a pid namespace, orphans of the script get reparented here so the sweep
+        # below can find them.
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    worker = os.fork()
+    if worker == 0:
+        try:
+            here.close()
+            _keep_only([there.fileno()])
+            _worker_main(there, config, pidns)
+        finally:
+            os._exit(70)
+    there.close()
+    frame = recv_frame(sock)
+    if frame is None:
+        _kill(worker)
+        os._exit(0)
+    msg, fds = frame
+    try:
+        send_frame(here, msg, fds)
+    except OSError:
+        pass
+    channel = fds[0]
+    _close_all(fds[1:])
+    here.close()
+    started = time.monotonic()
+    _pid, status, usage = os.wait4(worker, 0)
+    if not pidns:
+        _sweep_descendants(worker)
+    record: dict[str, object] = {
+        "t": "exit",
+        "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "maxrss_kb": usage.ru_maxrss,
+        "wall": time.monotonic() - started,
+    }
+    try:
+        os.write(channel, json.dumps(record).encode() + b"\n")
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _sweep_descendants(worker: int) -> None:
+    """Kill whatever the script left running (only needed without a pid namespace)."""
+    try:
+        os.killpg(worker, signal.SIGKILL)
+    except OSError:
+        pass
+    me = str(os.getpid())
+    for _round in range(100):
+        orphans = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[-1].split()[1] == me:
+                orphans.append(int(entry))
+        for pid in orphans:
+            _kill(pid)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                break
+        if not orphans:
+            time.sleep(0.001)
+
+
+# -- the worker ------------------------------------------------------------------------------
+
+
+def _worker_main(chan: socket.socket, config: dict[str, Any], pidns: bool) -> NoReturn:
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if config["mode"] == "bwrap":
+        _drop_capabilities()
+    else:
+        os.setsid()
+        uid = config.get("uid")
+        if uid is not None and os.getuid() == 0:
+            os.setgroups([])
+            os.setresgid(config["gid"], config["gid"], config["gid"])
+            os.setresuid(uid, uid, uid)
+        seccomp = config.get("seccomp")
+        if seccomp:
+            _load_seccomp(bytes.fromhex(seccomp))
+    # Non-dumpable: other scripts running as the same uid cannot open this one's /proc files.
+    _prctl(_PR_SET_DUMPABLE, 0)
+    frame = recv_frame(chan)
+    if frame is None:
+        os._exit(0)
+    msg, fds = frame
+    chan.close()
+    _run_job(msg, fds, config)
+
+
+def _drop_capabilities() -> None:
+    _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL)
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(_libc.capset(header, data), "capset")
+
+
+def _load_seccomp(program: bytes) -> None:
+    class SockFprog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_char_p))
+
+    prog = SockFprog(len(program) // 8, program)
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    _check(
+        _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0),
+        "seccomp",
+    )
+
+
+def _apply_limits(limits: dict[str, Any]) -> None:
+    cpu = max(1, int(-(-float(limits["cpu"]) // 1)))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["fsize"], limits["fsize"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["nofile"], limits["nofile"]))
+    if limits.get("processes") is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
+    # The memory limit is what the script may add to the runtime it starts from.
+    with open("/proc/self/statm", "rb") as f:
+        current = int(f.read().split()[0]) * resource.getpagesize()
+    address_space = current + int(limits["memory"])
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoReturn:
+    channel_fd, stdout_fd, stderr_fd = fds[:3]
+    os.dup2(stdout_fd, 1)
+    os.dup2(stderr_fd, 2)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    _close_all([stdout_fd, stderr_fd, null])
+    os.chdir(config["scratch"])
+    random.seed()
+    sys.argv = [_SCRIPT_FILENAME]
+    sys.path[:0] = list(config.get("paths", ()))
+    channel = _Channel(channel_fd)
+    module = _build_module(msg["module"], [(n, tuple(p)) for n, p in msg["tools"]], channel)
+    sys.modules[msg["module"]] = module
+    _apply_limits(msg["limits"])
+    outcome = _run_script(msg["script"], module.ToolError)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    try:
+        channel.send({"t": "done", **outcome})
+    except Exception:
+        pass
+    os._exit(0)
+
+
+def _run_script(source: str, tool_error: type[BaseException]) -> dict[str, object]:
+    linecache.cache[_SCRIPT_FILENAME] = (
+        len(source),
+        None,
+        source.splitlines(True),
+        _SCRIPT_FILENAME,
+    )
+    try:
+        code = compile(
+            source,
+            _SCRIPT_FILENAME,
+            "exec",
+            flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+            dont_inherit=True,
+        )
+    except SyntaxError as exc:
+        return {"ok": False, "kind": "syntax", "error": _format_syntax_error(exc)}
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return {"ok": False, "kind": "syntax", "error": f"{type(exc).__name__}: {exc}"}
+    namespace: dict[str, Any] = {
+        "__name__": "__main__",
+        "__builtins__": builtins,
+        "__file__": _SCRIPT_FILENAME,
+    }
+    try:
+        if code.co_flags & _CO_COROUTINE:
+            coroutine = eval(code, namespace)
+            if coroutine is not None:
+                asyncio.run(coroutine)
+        else:
+            exec(code, namespace)
+    except SystemExit as exc:
+        if exc.code is None or exc.code == 0:
+            return {"ok": True}
+        message = exc.code if isinstance(exc.code, str) else f"status {exc.code}"
+        return {"ok": False, "kind": "exit", "error": f"the script exited with {message}"}
+    except MemoryError as exc:
+        namespace.clear()
+        return {"ok": False, "kind": "memory", "error": _format_exception(exc)}
+    except BaseException as exc:
+        namespace.clear()
+        kind = "tool" if isinstance(exc, tool_error) else "exception"
+        return {"ok": False, "kind": kind, "error": _format_exception(exc)}
+    return {"ok": True}
+
+
+def _format_syntax_error(exc: SyntaxError) -> str:
+    where = f"line {exc.lineno}"
+    if exc.offset:
+        where += f", column {exc.offset}"
+    lines = traceback.format_exception_only(type(exc), exc)
+    # Drop the 'File "script.py", line N' header and the final message: the summary
+    # line below says both.
+    body = [line for line in lines[1:-1] if line.strip()]
+    return f"{type(exc).__name__}: {exc.msg} ({where})\n" + "".join(body).rstrip("\n")
+
+
+def _format_exception(exc: BaseException) -> str:
+    """The traceback restricted to the script's own frames, as Python would print it."""
+    try:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SCRIPT_FILENAME]
+        lines = []
+        if frames:
+            lines.append("Traceback (most recent call last):\n")
+            lines.extend(traceback.format_list(frames))
+        lines.extend(traceback.format_exception_only(type(exc), exc))
+        return "".join(lines).rstrip("\n")
+    except BaseException:
+        return f"{type(exc).__name__}: {exc}"
+
+
+# -- the tool channel and the module the script imports --------------------------------------
+
+
+class _Channel:
+    """Client end of the tool channel: requests carry ids, replies may arrive in any order."""
+
+    def __init__(self, fd: int) -> None:
+        self.sock = socket.socket(fileno=fd)
+        self.sock.setblocking(True)
+        self.buffer = bytearray()
+        self.next_id = 0
+        self.replies: dict[int, dict[str, Any]] = {}
+        self.futures: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.reader_loop: asyncio.AbstractEventLoop | None = None
+
+    def send(self, obj: object) -> None:
+        self.sock.sendall(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+
+    def encode_call(self, name: str, arguments: dict[str, object]) -> tuple[int, bytes]:
+        self.next_id += 1
+        try:
+            line = json.dumps(
+                {"t": "call", "id": self.next_id, "name": name, "args": arguments},
+                separators=(",", ":"),
+                allow_nan=False,
+            )
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"arguments to {name}() must be JSON values: {exc}") from None
+        return self.next_id, line.encode() + b"\n"
+
+    def call(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
+        call_id, line = self.encode_call(name, arguments)
+        self.sock.sendall(line)
+        return self.wait(call_id)
+
+    def wait(self, call_id: int) -> dict[str, Any]:
+        while call_id not in self.replies:
+            self.pump(block=True)
+        return self.replies.pop(call_id)
+
+    def pump(self, block: bool) -> None:
+        try:
+            data = self.sock.recv(1 << 16, 0 if block else socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        if not data:
+            raise ConnectionError("the host closed the tool channel")
+        self.buffer += data
+        start = 0
+        while (end := self.buffer.find(b"\n", start)) >= 0:
+            reply = json.loads(self.buffer[start:end])
+            start = end + 1
+            future = self.futures.pop(reply["id"], None)
+            if future is None:
+                self.replies[reply["id"]] = reply
+            elif not future.done():
+                future.set_result(reply)
+        del self.buffer[:start]
+
+    async def call_async(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        if self.reader_loop is not loop:
+            loop.add_reader(self.sock.fileno(), self.pump, False)
+            self.reader_loop = loop
+        call_id, line = self.encode_call(name, arguments)
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.futures[call_id] = future
+        self.sock.sendall(line)
+        return await future
+
+
+def _build_module(
+    module_name: str, specs: list[tuple[str, tuple[str, ...]]], channel: _Channel
+) -> types.ModuleType:
+    module = types.ModuleType(module_name, "Tools published by the host; they run on the host.")
+
+    class ToolError(Exception):
+        """A tool call failed on the host. ``kind`` says how (for example "validation")."""
+
+        def __init__(self, message: str, kind: str = "tool", tool: str = "") -> None:
+            super().__init__(message)
+            self.message = message
+            self.kind = kind
+            self.tool = tool
+
+    ToolError.__module__ = module_name
+    ToolError.__qualname__ = "ToolError"
+
+    def unwrap(name: str, reply: dict[str, Any]) -> object:
+        if reply.get("ok"):
+            return reply.get("value")
+        raise ToolError(str(reply.get("message", "")), str(reply.get("kind", "tool")), name)
+
+    def bind(
+        name: str, params: tuple[str, ...], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> dict[str, object]:
+        if len(args) > len(params):
+            raise TypeError(
+                f"{name}() takes {len(params)} positional argument"
+                f"{'' if len(params) == 1 else 's'} but {len(args)} were given"
+            )
+        bound: dict[str, object] = {}
+        for param, value in zip(params, args, strict=False):
+            bound[param] = value
+        for key, value in kwargs.items():
+            if key in bound:
+                raise TypeError(f"{name}() got multiple values for argument '{key}'")
+            bound[key] = value
+        return bound
+
+    def make_proxy(name: str, params: tuple[str, ...]) -> Callable[..., object]:
+        def proxy(*args: object, **kwargs: object) -> object:
+            return unwrap(name, channel.call(name, bind(name, params, args, kwargs)))
+
+        async def proxy_async(*args: object, **kwargs: object) -> object:
+            reply = await channel.call_async(name, bind(name, params, args, kwargs))
+            return unwrap(name, reply)
+
+        for fn in (proxy, proxy_async):
+            fn.__module__ = module_name
+            fn.__name__ = fn.__qualname__ = name
+        proxy_async.__qualname__ = f"{name}.aio"
+        proxy.aio = proxy_async  # type: ignore[attr-defined]
+        proxy.__tool__ = (name, params)  # type: ignore[attr-defined]
+        return proxy
+
+    proxies = {name: make_proxy(name, params) for name, params in specs}
+
+    def parallel(
+        tool: Callable[..., object] | str,
+        items: Iterable[object],
+        *,
+        return_exceptions: bool = False,
+    ) -> list[object]:
+        """Call ``tool`` once per item, all at once; results come back in item order.
+
+        An item that is a dict is passed as keyword arguments, a list or tuple as positional
+        arguments, anything else as the only positional argument. Every call runs to the
+        end; then, unless ``return_exceptions`` is true, the first failure (in item order)
+        is raised as ToolError. With ``return_exceptions=True`` failed items hold their
+        ToolError instead of a result.
+        """
+        spec = getattr(proxies.get(tool) if isinstance(tool, str) else tool, "__tool__", None)
+        if spec is None:
+            raise TypeError(f"parallel() needs one of this module's tools, not {tool!r}")
+        name, params = spec
+        batch = bytearray()
+        ids = []
+        for item in items:
+            if isinstance(item, dict):
+                arguments = bind(name, params, (), item)
+            elif isinstance(item, (list, tuple)):
+                arguments = bind(name, params, tuple(item), {})
+            else:
+                arguments = bind(name, params, (item,), {})
+            call_id, line = channel.encode_call(name, arguments)
+            ids.append(call_id)
+            batch += line
+        channel.sock.sendall(batch)
+        results: list[object] = []
+        first_error: ToolError | None = None
+        for index, call_id in enumerate(ids):
+            try:
+                results.append(unwrap(name, channel.wait(call_id)))
+            except ToolError as exc:
+                exc.add_note(f"(item {index} of the parallel() call)")
+                first_error = first_error or exc
+                results.append(exc)
+        if first_error is not None and not return_exceptions:
+            raise first_error
+        return results
+
+    parallel.__module__ = module_name
+    module.ToolError = ToolError  # type: ignore[attr-defined]
+    module.parallel = parallel  # type: ignore[attr-defined]
+    for name, proxy in proxies.items():
+        setattr(module, name, proxy)
+    module.__all__ = ["ToolError", "parallel", *proxies]  # type: ignore[attr-defined]
+    return module
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[1])
+    for name in _PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    ctl = socket.socket(fileno=config["ctl_fd"])
+    ctl.setblocking(True)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    Server(ctl, config).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import keyword
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = ["ExecResult", "ExecStatus", "Handler", "LimitName", "ProxySpec", "ToolReply"]
+
+ExecStatus: TypeAlias = Literal["ok", "error", "timeout", "killed", "sandbox_error"]
+LimitName: TypeAlias = Literal["wall_clock", "cpu", "memory", "calls", "output"]
+
+# Names the script-side module defines itself.
+RESERVED_NAMES = frozenset({"ToolError", "parallel"})
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ProxySpec:
+    """A tool as the script sees it: a name and its parameter names in order.
+
+    Positional arguments are bound to ``params`` in order; keyword arguments pass as they
+    are. Defaults and validation belong to the host-side handler.
+    """
+
+    name: str
+    params: tuple[str, ...]
+
+    def __init__(self, name: str, params: Sequence[str] = ()) -> None:
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+            raise ValueError(f"tool name {name!r} is not a public Python identifier")
+        if name in RESERVED_NAMES:
+            raise ValueError(f"tool name {name!r} is reserved by the sandbox's tool module")
+        if isinstance(params, str):
+            raise TypeError("ProxySpec params must be a sequence of names, not a string")
+        for param in params:
+            if not param.isidentifier() or keyword.iskeyword(param):
+                raise ValueError(f"parameter name {param!r} of {name} is not an identifier")
+        if len(set(params)) != len(params):
+            raise ValueError(f"parameter names of {name} repeat: {list(params)}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "params", tuple(params))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """What a handler returns for one call: ``ToolReply.ok(value)`` or ``ToolReply.fail(...)``.
+
+    A failure reaches the script as ``ToolError`` whose text is ``message`` and whose
+    ``.kind`` is ``kind``.
+    """
+
+    value: object = None
+    kind: str | None = None
+    message: str = ""
+
+    @classmethod
+    def ok(cls, value: object = None) -> ToolReply:
+        """A successful call; ``value`` must be a JSON value."""
+        return cls(value=value)
+
+    @classmethod
+    def fail(cls, message: str, kind: str = "tool") -> ToolReply:
+        """A failed call, e.g. ``ToolReply.fail("unit must be 'c' or 'f'", kind="validation")``."""
+        return cls(kind=kind, message=message)
+
+    @property
+    def failed(self) -> bool:
+        return self.kind is not None
+
+
+Handler: TypeAlias = Callable[[str, dict[str, object]], Awaitable[ToolReply] | ToolReply]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """The outcome of one script.
+
+    Attributes:
+        status: "ok"; "error" (the script raised, or had a syntax error); "timeout" (wall
+            clock); "killed" (a limit stopped it, see ``limit``, or a signal did);
+            "sandbox_error" (the engine failed; the Sandbox restarts itself).
+        stdout, stderr: what the script printed, cut to the configured size.
+        error: a message meant for the model when status is not "ok": the syntax error
+            with line and column, the traceback restricted to the script's lines, or which
+            limit was hit.
+        limit: the limit that stopped the script, if one did.
+        truncated: whether stdout or stderr was cut.
+        calls_made: tool calls the host accepted from this script.
+        duration_s: wall-clock time from request to result.
+    """
+
+    status: ExecStatus
+    stdout: str
+    stderr: str
+    error: str | None
+    limit: LimitName | None
+    truncated: bool
+    calls_made: int
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"

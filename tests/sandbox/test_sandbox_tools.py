@@ -1,0 +1,294 @@
+"""Tool calls from scripts: proxies, errors, fan-out, async, the call cap."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tooluse.sandbox import ProxySpec, Sandbox, ToolReply
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+WEATHER = ProxySpec("get_weather", ["location", "unit"])
+ECHO = ProxySpec("echo", ["value"])
+SLOW = ProxySpec("slow", ["seconds"])
+FAIL = ProxySpec("fail", ["kind"])
+TOOLS = [WEATHER, ECHO, SLOW, FAIL]
+
+
+class Host:
+    """A handler that records what it was asked and how many calls overlapped."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, object]]] = []
+        self.running = 0
+        self.peak = 0
+
+    async def __call__(self, name: str, arguments: dict[str, object]) -> ToolReply:
+        self.calls.append((name, arguments))
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            if name == "get_weather":
+                unit = arguments.get("unit", "c")
+                return ToolReply.ok({"location": arguments["location"], "temp": 21, "unit": unit})
+            if name == "echo":
+                return ToolReply.ok(arguments["value"])
+            if name == "slow":
+                await asyncio.sleep(float(arguments["seconds"]))  # type: ignore[arg-type]
+                return ToolReply.ok("slept")
+            if arguments.get("kind") == "crash":
+                raise RuntimeError("the database is down")
+            return ToolReply.fail("unit must be 'c' or 'f'", kind="validation")
+        finally:
+            self.running -= 1
+
+
+async def run(sandbox: Sandbox, script: str, host: Host | None = None, **kwargs: object):  # type: ignore[no-untyped-def]
+    return await sandbox.execute(script, tools=TOOLS, handler=host or Host(), **kwargs)  # type: ignore[arg-type]
+
+
+async def test_positional_and_keyword_arguments(sandbox: Sandbox) -> None:
+    host = Host()
+    script = (
+        "import tools\n"
+        "from tools import get_weather\n"
+        "print(get_weather('Paris'))\n"
+        "print(tools.get_weather('Oslo', unit='f'))\n"
+        "print(get_weather(location='Rome', extra=1)['location'])\n"
+    )
+    result = await run(sandbox, script, host)
+    assert result.status == "ok", result.error
+    assert result.stdout.splitlines() == [
+        "{'location': 'Paris', 'temp': 21, 'unit': 'c'}",
+        "{'location': 'Oslo', 'temp': 21, 'unit': 'f'}",
+        "Rome",
+    ]
+    assert host.calls == [
+        ("get_weather", {"location": "Paris"}),
+        ("get_weather", {"location": "Oslo", "unit": "f"}),
+        ("get_weather", {"location": "Rome", "extra": 1}),
+    ]
+    assert result.calls_made == 3
+
+
+async def test_results_are_plain_json_values(sandbox: Sandbox) -> None:
+    script = (
+        "from tools import echo\n"
+        "for value in [None, True, 3, 2.5, 'text', [1, 'a'], {'k': {'n': [1]}}]:\n"
+        "    print(repr(echo(value)))\n"
+    )
+    result = await run(sandbox, script)
+    assert result.stdout.splitlines() == [
+        "None",
+        "True",
+        "3",
+        "2.5",
+        "'text'",
+        "[1, 'a']",
+        "{'k': {'n': [1]}}",
+    ]
+
+
+async def test_bad_arguments_fail_in_the_script(sandbox: Sandbox) -> None:
+    script = (
+        "from tools import get_weather, echo\n"
+        "for attempt in (lambda: get_weather('a', 'c', 'extra'),\n"
+        "                lambda: get_weather('a', location='b'),\n"
+        "                lambda: echo({1, 2})):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "    except TypeError as exc:\n"
+        "        print(exc)\n"
+    )
+    result = await run(sandbox, script)
+    assert result.stdout.splitlines() == [
+        "get_weather() takes 2 positional arguments but 3 were given",
+        "get_weather() got multiple values for argument 'location'",
+        "arguments to echo() must be JSON values: Object of type set is not JSON serializable",
+    ]
+    assert result.calls_made == 0
+
+
+async def test_tool_error_caught_by_the_script(sandbox: Sandbox) -> None:
+    script = (
+        "import tools\n"
+        "try:\n"
+        "    tools.fail('validation')\n"
+        "except tools.ToolError as exc:\n"
+        "    print(exc.kind, exc.tool, '|', exc)\n"
+    )
+    result = await run(sandbox, script)
+    assert result.status == "ok"
+    assert result.stdout == "validation fail | unit must be 'c' or 'f'\n"
+
+
+async def test_uncaught_tool_error(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "from tools import fail\nprint('before')\nfail('validation')\n")
+    assert result.status == "error"
+    assert result.stdout == "before\n"
+    assert result.error == (
+        "Traceback (most recent call last):\n"
+        '  File "script.py", line 3, in <module>\n'
+        "    fail('validation')\n"
+        "tools.ToolError: unit must be 'c' or 'f'"
+    )
+
+
+async def test_handler_exception_becomes_a_tool_error(sandbox: Sandbox) -> None:
+    script = (
+        "import tools\n"
+        "try:\n"
+        "    tools.fail('crash')\n"
+        "except tools.ToolError as exc:\n"
+        "    print(exc.kind, exc)\n"
+    )
+    result = await run(sandbox, script)
+    assert result.stdout == "internal RuntimeError: the database is down\n"
+
+
+async def test_non_json_result_becomes_a_tool_error(sandbox: Sandbox) -> None:
+    async def handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        return ToolReply.ok({1, 2})
+
+    script = "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n    print(e.kind)"
+    result = await sandbox.execute(script, tools=[ECHO], handler=handler)
+    assert result.stdout == "internal\n"
+
+
+async def test_plain_function_handler(sandbox: Sandbox) -> None:
+    def handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        return ToolReply.ok(arguments["value"] * 2)  # type: ignore[operator]
+
+    result = await sandbox.execute("import tools\nprint(tools.echo(21))", tools=[ECHO], handler=handler)
+    assert result.stdout == "42\n"
+
+
+async def test_custom_module_name(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "import weather_api as w\nprint(w.echo('hi'))", module_name="weather_api")
+    assert result.stdout == "hi\n"
+
+
+async def test_forged_call_to_an_unpublished_tool_is_refused(sandbox: Sandbox) -> None:
+    host = Host()
+    script = (
+        "import json, tools\n"
+        "cells = [cell.cell_contents for cell in tools.echo.__closure__]\n"
+        "sock = next(c.sock for c in cells if hasattr(c, 'sock'))\n"
+        "sock.sendall(json.dumps({'t': 'call', 'id': 999, 'name': 'rm_rf', 'args': {}}).encode() + b'\\n')\n"
+        "print(sock.recv(1000).decode().strip())\n"
+    )
+    result = await run(sandbox, script, host)
+    assert '"kind": "unknown_tool"' in result.stdout
+    assert host.calls == []
+
+
+async def test_script_that_never_calls_a_tool(sandbox: Sandbox) -> None:
+    host = Host()
+    result = await run(sandbox, "import tools\nprint(len(tools.__all__))", host)
+    assert (result.status, result.stdout, result.calls_made) == ("ok", "6\n", 0)
+    assert host.calls == []
+
+
+async def test_call_cap_stops_a_runaway_loop(sandbox: Sandbox) -> None:
+    script = "from tools import echo\nfor i in range(10_000):\n    echo(i)\nprint('finished')"
+    result = await run(sandbox, script)
+    assert (result.status, result.limit) == ("killed", "calls")
+    assert result.calls_made == 1_000
+    assert result.error is not None
+    assert result.error.startswith("the script made more than 1,000 tool calls")
+    assert "finished" not in result.stdout
+
+
+async def test_ten_thousand_calls_without_a_cap(sandbox: Sandbox) -> None:
+    script = "from tools import echo\ntotal = sum(echo(i) for i in range(10_000))\nprint(total)"
+    result = await run(sandbox, script, max_calls=None, timeout=60)
+    assert result.status == "ok", result.error
+    assert result.stdout == f"{sum(range(10_000))}\n"
+    assert result.calls_made == 10_000
+
+
+async def test_parallel_fan_out_of_100_calls(sandbox: Sandbox) -> None:
+    host = Host()
+    script = (
+        "import tools\n"
+        "cities = [f'city{i}' for i in range(100)]\n"
+        "reports = tools.parallel(tools.get_weather, cities)\n"
+        "print(len(reports), reports[0]['location'], reports[99]['location'])\n"
+        "slept = tools.parallel(tools.slow, [{'seconds': 0.05}] * 100)\n"
+        "print(set(slept))\n"
+    )
+    result = await run(sandbox, script, host)
+    assert result.status == "ok", result.error
+    assert result.stdout == "100 city0 city99\n{'slept'}\n"
+    assert result.calls_made == 200
+    # The host ran them side by side, up to its concurrency limit.
+    assert host.peak == sandbox.limits.max_concurrent_calls
+
+
+async def test_parallel_item_forms_and_failures(sandbox: Sandbox) -> None:
+    script = (
+        "import tools\n"
+        "print(tools.parallel('get_weather', [('Paris', 'f'), {'location': 'Oslo'}]))\n"
+        "items = ['validation', 'validation']\n"
+        "out = tools.parallel(tools.fail, items, return_exceptions=True)\n"
+        "print([type(x).__name__ for x in out])\n"
+        "try:\n"
+        "    tools.parallel(tools.echo, [1, 2, 3])\n"
+        "    tools.parallel(tools.fail, ['validation'])\n"
+        "except tools.ToolError as exc:\n"
+        "    print('raised:', exc, exc.__notes__)\n"
+    )
+    result = await run(sandbox, script)
+    assert result.status == "ok", result.error
+    assert result.stdout.splitlines() == [
+        "[{'location': 'Paris', 'temp': 21, 'unit': 'f'}, "
+        "{'location': 'Oslo', 'temp': 21, 'unit': 'c'}]",
+        "['ToolError', 'ToolError']",
+        "raised: unit must be 'c' or 'f' ['(item 0 of the parallel() call)']",
+    ]
+
+
+async def test_async_proxies_with_gather(sandbox: Sandbox) -> None:
+    host = Host()
+    script = (
+        "import asyncio, tools\n"
+        "async def main():\n"
+        "    got = await asyncio.gather(*(tools.slow.aio(0.05) for _ in range(20)))\n"
+        "    one = await tools.get_weather.aio('Lima')\n"
+        "    try:\n"
+        "        await tools.fail.aio('validation')\n"
+        "    except tools.ToolError as exc:\n"
+        "        print('failed:', exc.kind)\n"
+        "    print(len(got), one['location'], tools.echo('sync too'))\n"
+        "asyncio.run(main())\n"
+    )
+    result = await run(sandbox, script, host)
+    assert result.status == "ok", result.error
+    assert result.stdout.splitlines() == ["failed: validation", "20 Lima sync too"]
+    assert host.peak == 20
+
+
+async def test_top_level_await_on_a_tool(sandbox: Sandbox) -> None:
+    script = "import asyncio, tools\nprint(await asyncio.gather(tools.echo.aio(1), tools.echo.aio(2)))"
+    result = await run(sandbox, script)
+    assert result.stdout == "[1, 2]\n"
+
+
+async def test_calls_are_refused_without_a_handler(sandbox: Sandbox) -> None:
+    script = "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n    print(e.kind)"
+    result = await sandbox.execute(script, tools=[ECHO])
+    assert result.stdout == "internal\n"
+
+
+def test_proxy_spec_validation() -> None:
+    with pytest.raises(ValueError, match="reserved"):
+        ProxySpec("parallel")
+    with pytest.raises(ValueError, match="identifier"):
+        ProxySpec("get-weather")
+    with pytest.raises(ValueError, match="identifier"):
+        ProxySpec("f", ["class"])
+    with pytest.raises(TypeError):
+        ProxySpec("f", "abc")
+    assert ProxySpec("f", ["a", "b"]).params == ("a", "b")
