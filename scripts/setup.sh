@@ -28,5 +28,7 @@ stamp="$VENV/.installed"
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q -e ".[dev]"
+    # BFCL's data and official checkers, without its provider SDKs and torch.
+    "$VENV/bin/python" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
     touch "$stamp"
 fi

@@ -97,7 +97,7 @@ class Agent:
             for sink in sinks:
                 sink(stamped)
 
-        state = RunState(emit=emit)
+        state = RunState(emit=emit, tracing=bool(sinks), count_tokens=self.config.count_tokens)
         dispatcher = Dispatcher(
             self.tools,
             timeout=self.tool_timeout,

@@ -52,6 +52,8 @@ class RunState:
     """Everything the run has recorded so far; kept whatever happens."""
 
     emit: Callable[[dict[str, Any]], None]
+    #: Whether anyone listens; events are not even built otherwise.
+    tracing: bool = True
     messages: list[Message] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     rejected: list[Any] = field(default_factory=list)
@@ -61,22 +63,26 @@ class RunState:
     answer: str | None = None
     error: str | None = None
     call_ids: set[str] = field(default_factory=set)
-    _token_cache: dict[str, int] = field(default_factory=dict)
+    count_tokens: bool = True
+    #: o200k tokens of all messages so far, kept as messages are added so a
+    #: round costs the same however long the conversation is.
+    context_tokens: int = 0
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
         message.id = f"m{len(self.messages) + 1}"
         self.messages.append(message)
+        if self.count_tokens:
+            self.context_tokens += message_tokens(message)
         return message
 
-    def message_tokens(self, message: Message) -> int:
-        cached = self._token_cache.get(message.id)
-        if cached is None:
-            text = message.content or ""
-            for call in message.tool_calls:
-                text += call.name + call.arguments
-            cached = self._token_cache[message.id] = count_tokens(text) + 4
-        return cached
+
+def message_tokens(message: Message) -> int:
+    """o200k tokens of a message, plus a small constant for its role wrapper."""
+    text = message.content or ""
+    for call in message.tool_calls:
+        text += call.name + call.arguments
+    return count_tokens(text) + 4
 
 
 def _unique_ids(state: RunState, calls: Sequence[ToolCall]) -> list[ToolCall]:
@@ -111,9 +117,8 @@ def _round_usage(
         return response.usage
     if not config.count_tokens:
         return Usage()
-    sent = state.messages[:-1]  # the reply itself was appended already
-    output = state.message_tokens(state.messages[-1])
-    return Usage(sum(map(state.message_tokens, sent)) + tools_tokens, output, "o200k")
+    output = message_tokens(state.messages[-1])  # the reply was appended already
+    return Usage(state.context_tokens - output + tools_tokens, output, "o200k")
 
 
 def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConfig) -> str | None:
@@ -164,7 +169,8 @@ def agent_flow(
     for round_ in range(1, config.max_rounds + 1):
         state.rounds = round_
         request = ModelRequest(list(state.messages), prepared.tools, prepared.tool_choice)
-        state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
+        if state.tracing:
+            state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
         try:
             response: ModelResponse = yield AskModel(request)
         except ModelError as exc:
@@ -174,22 +180,24 @@ def agent_flow(
         reply = state.add(Message("assistant", response.content, tuple(response.tool_calls)))
         usage = _round_usage(state, response, tools_tokens, config)
         state.usage.rounds.append(usage)
-        state.emit(
-            {
-                "event": "model_response",
-                "round": round_,
-                "message": reply.to_openai(),
-                "usage": usage.to_dict(),
-                "finish_reason": response.finish_reason,
-            }
-        )
+        if state.tracing:
+            state.emit(
+                {
+                    "event": "model_response",
+                    "round": round_,
+                    "message": reply.to_openai(),
+                    "usage": usage.to_dict(),
+                    "finish_reason": response.finish_reason,
+                }
+            )
         action = convention.interpret(response)
         if isinstance(action, Answer):
             state.status, state.answer = "completed", action.text
             return
         if isinstance(action, Retry):
             state.add(Message("user", action.feedback))
-            state.emit({"event": "feedback", "round": round_, "text": action.feedback})
+            if state.tracing:
+                state.emit({"event": "feedback", "round": round_, "text": action.feedback})
             continue
         if not isinstance(action, Calls):
             raise TypeError(f"a convention returned {action!r}")
@@ -201,10 +209,12 @@ def agent_flow(
             if isinstance(outcome, CallRecord):
                 state.calls.append(outcome)
                 executed.append(outcome)
-                state.emit({"event": "call", **outcome.to_dict()})
+                if state.tracing:
+                    state.emit({"event": "call", **outcome.to_dict()})
             else:
                 state.rejected.append(outcome)
-                state.emit({"event": "rejected", **outcome.to_dict()})
+                if state.tracing:
+                    state.emit({"event": "rejected", **outcome.to_dict()})
         notes = list(action.notes)
         cycle = _cycle_note(state, executed, config)
         if state.status == "cycle":
@@ -213,6 +223,7 @@ def agent_flow(
             notes.append(cycle)
         if notes:
             state.add(Message("user", "\n".join(notes)))
-            state.emit({"event": "feedback", "round": round_, "text": "\n".join(notes)})
+            if state.tracing:
+                state.emit({"event": "feedback", "round": round_, "text": "\n".join(notes)})
     state.status = "max_rounds"
     state.error = f"no final answer after {config.max_rounds} rounds"

@@ -1,6 +1,31 @@
 """Model backends behind one interface: `Model.respond(request) -> response`."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._base import Model, ModelRequest, ModelResponse, ToolChoice
 from ._scripted import ScriptedModel
+from ._spec import resolve_model
 
-__all__ = ["Model", "ModelRequest", "ModelResponse", "ScriptedModel", "ToolChoice"]
+if TYPE_CHECKING:
+    from ._openai import OpenAIChat
+
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "OpenAIChat",
+    "ScriptedModel",
+    "ToolChoice",
+    "resolve_model",
+]
+
+
+def __getattr__(name: str) -> object:
+    # The openai SDK takes about a second to import; only pay it when used.
+    if name == "OpenAIChat":
+        from ._openai import OpenAIChat
+
+        return OpenAIChat
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
