@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import statistics
 import sys
@@ -205,7 +206,7 @@ def measure(name: str, runner: Runner, turns: int, repeat: int) -> Measure:
         stamps = runner(turns)
         if len(stamps) != turns + 1:
             raise RuntimeError(f"{name}: expected {turns + 1} model calls, saw {len(stamps)}")
-        gaps = [(b - a) * 1e6 for a, b in zip(stamps, stamps[1:], strict=False)]
+        gaps = [(b - a) * 1e6 for a, b in itertools.pairwise(stamps)]
         m = Measure(
             name,
             turns,
@@ -236,7 +237,10 @@ def main() -> None:
             except ImportError as exc:
                 skipped[name] = f"not installed ({exc.name})"
                 break
-    header = f"{'framework':<15}{'turns':>7}{'µs/call':>11}{'first-10 med':>14}{'last-10 med':>13}{'last/first':>12}"
+    header = (
+        f"{'framework':<15}{'turns':>7}{'µs/call':>11}"
+        f"{'first-10 med':>14}{'last-10 med':>13}{'last/first':>12}"
+    )
     print(header)
     print("-" * len(header))
     for m in rows:
