@@ -67,7 +67,9 @@ async def test_output_before_an_error_is_kept(sandbox: Sandbox) -> None:
 
 
 async def test_timeout(sandbox: Sandbox) -> None:
-    result = await sandbox.execute("import time\nprint('start', flush=True)\ntime.sleep(60)", timeout=1)
+    result = await sandbox.execute(
+        "import time\nprint('start', flush=True)\ntime.sleep(60)", timeout=1
+    )
     assert (result.status, result.limit) == ("timeout", "wall_clock")
     assert result.error == "timed out after 1s"
     assert result.stdout == "start\n"

@@ -152,7 +152,9 @@ async def test_non_json_result_becomes_a_tool_error(sandbox: Sandbox) -> None:
     async def handler(name: str, arguments: dict[str, object]) -> ToolReply:
         return ToolReply.ok({1, 2})
 
-    script = "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n    print(e.kind)"
+    script = (
+        "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n    print(e.kind)"
+    )
     result = await sandbox.execute(script, tools=[ECHO], handler=handler)
     assert result.stdout == "internal\n"
 
@@ -161,12 +163,16 @@ async def test_plain_function_handler(sandbox: Sandbox) -> None:
     def handler(name: str, arguments: dict[str, object]) -> ToolReply:
         return ToolReply.ok(arguments["value"] * 2)  # type: ignore[operator]
 
-    result = await sandbox.execute("import tools\nprint(tools.echo(21))", tools=[ECHO], handler=handler)
+    result = await sandbox.execute(
+        "import tools\nprint(tools.echo(21))", tools=[ECHO], handler=handler
+    )
     assert result.stdout == "42\n"
 
 
 async def test_custom_module_name(sandbox: Sandbox) -> None:
-    result = await run(sandbox, "import weather_api as w\nprint(w.echo('hi'))", module_name="weather_api")
+    result = await run(
+        sandbox, "import weather_api as w\nprint(w.echo('hi'))", module_name="weather_api"
+    )
     assert result.stdout == "hi\n"
 
 
@@ -176,7 +182,8 @@ async def test_forged_call_to_an_unpublished_tool_is_refused(sandbox: Sandbox) -
         "import json, tools\n"
         "cells = [cell.cell_contents for cell in tools.echo.__closure__]\n"
         "sock = next(c.sock for c in cells if hasattr(c, 'sock'))\n"
-        "sock.sendall(json.dumps({'t': 'call', 'id': 999, 'name': 'rm_rf', 'args': {}}).encode() + b'\\n')\n"
+        "forged = {'t': 'call', 'id': 999, 'name': 'rm_rf', 'args': {}}\n"
+        "sock.sendall(json.dumps(forged).encode() + b'\\n')\n"
         "print(sock.recv(1000).decode().strip())\n"
     )
     result = await run(sandbox, script, host)
@@ -271,13 +278,17 @@ async def test_async_proxies_with_gather(sandbox: Sandbox) -> None:
 
 
 async def test_top_level_await_on_a_tool(sandbox: Sandbox) -> None:
-    script = "import asyncio, tools\nprint(await asyncio.gather(tools.echo.aio(1), tools.echo.aio(2)))"
+    script = (
+        "import asyncio, tools\nprint(await asyncio.gather(tools.echo.aio(1), tools.echo.aio(2)))"
+    )
     result = await run(sandbox, script)
     assert result.stdout == "[1, 2]\n"
 
 
 async def test_calls_are_refused_without_a_handler(sandbox: Sandbox) -> None:
-    script = "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n    print(e.kind)"
+    script = (
+        "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n    print(e.kind)"
+    )
     result = await sandbox.execute(script, tools=[ECHO])
     assert result.stdout == "internal\n"
 

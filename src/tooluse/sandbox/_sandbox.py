@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -156,7 +157,7 @@ class Sandbox:
         handler: Handler | None = None,
         timeout: float = 10.0,
         module_name: str = "tools",
-        max_calls: int | None | Literal["default"] = "default",
+        max_calls: int | Literal["default"] | None = "default",
     ) -> ExecResult:
         """Run ``script`` and return what it printed and how it ended.
 
@@ -199,7 +200,7 @@ class Sandbox:
         handler: Handler | None = None,
         timeout: float = 10.0,
         module_name: str = "tools",
-        max_calls: int | None | Literal["default"] = "default",
+        max_calls: int | Literal["default"] | None = "default",
     ) -> ExecResult:
         """:meth:`execute` for code without an event loop (not callable from inside one)."""
         try:
@@ -338,6 +339,16 @@ class Sandbox:
                 "--ro-bind-data",
                 str(server_fd),
                 _SERVER_IN_SANDBOX,
+                # Nothing outside the scratch directory is writable, not even the sandbox's
+                # own root and /dev (both would be unlimited tmpfs otherwise).
+                "--size",
+                str(16 * 1024 * 1024),
+                "--tmpfs",
+                "/dev/shm",
+                "--remount-ro",
+                "/dev",
+                "--remount-ro",
+                "/",
                 "--chdir",
                 _SCRATCH_IN_SANDBOX,
                 "--",
@@ -368,7 +379,13 @@ class Sandbox:
                     "stage": stage,
                     "argv": argv,
                 }
-                command = [sys.executable, "-I", "-S", str(_HERE / "_launch.py"), json.dumps(launch)]
+                command = [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    str(_HERE / "_launch.py"),
+                    json.dumps(launch),
+                ]
             else:
                 command = argv
             self._spawn(command, pass_fds, ctl, ctl_remote)
@@ -424,37 +441,36 @@ class Sandbox:
         ctl_remote: socket.socket,
         cwd: str | None = None,
     ) -> None:
-        errors = tempfile.TemporaryFile()
-        try:
-            self._proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                pass_fds=pass_fds,
-                env={},
-                cwd=cwd,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            ctl.close()
+        with tempfile.TemporaryFile() as errors:
+            try:
+                self._proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errors,
+                    pass_fds=pass_fds,
+                    env={},
+                    cwd=cwd,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                ctl.close()
+                ctl_remote.close()
+                raise _StartError(f"cannot run {command[0]}: {exc}") from None
             ctl_remote.close()
-            errors.close()
-            raise _StartError(f"cannot run {command[0]}: {exc}") from None
-        ctl_remote.close()
-        self._ctl = ctl
-        ctl.settimeout(_START_TIMEOUT_S)
-        try:
-            frame = recv_frame(ctl)
-        except (OSError, ValueError):
-            frame = None
-        if frame is None or frame[0].get("t") != "ready":
-            errors.seek(0)
-            detail = errors.read().decode(errors="replace").strip()
-            errors.close()
-            raise _StartError(detail.splitlines()[-1] if detail else "the sandbox did not start")
+            self._ctl = ctl
+            ctl.settimeout(_START_TIMEOUT_S)
+            try:
+                frame = recv_frame(ctl)
+            except (OSError, ValueError):
+                frame = None
+            if frame is None or frame[0].get("t") != "ready":
+                errors.seek(0)
+                detail = errors.read().decode(errors="replace").strip()
+                raise _StartError(
+                    detail.splitlines()[-1] if detail else "the sandbox did not start"
+                )
         ctl.settimeout(None)
-        errors.close()
         self._broken = False
 
     def _claim_uid(self) -> int:
@@ -482,10 +498,8 @@ class Sandbox:
         if proc is not None:
             # Closing the control socket lets the server kill its scripts and exit; killing
             # bwrap then takes down whatever is left (--die-with-parent, pid namespace).
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(_CLOSE_GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)

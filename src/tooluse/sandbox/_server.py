@@ -26,6 +26,7 @@ import array
 import ast
 import asyncio
 import builtins
+import contextlib
 import ctypes
 import json
 import linecache
@@ -143,10 +144,8 @@ def recv_frame(sock: socket.socket) -> tuple[Any, list[int]] | None:
 
 def _close_all(fds: Iterable[int]) -> None:
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def _keep_only(keep: Iterable[int]) -> None:
@@ -163,13 +162,14 @@ def _keep_only(keep: Iterable[int]) -> None:
 
 
 class _Monitor:
-    __slots__ = ("deadline", "job", "pid", "sock")
+    __slots__ = ("deadline", "job", "kills", "pid", "sock")
 
     def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
         self.job: str | None = None
         self.deadline = 0.0
+        self.kills = 0
 
 
 class Server:
@@ -211,7 +211,7 @@ class Server:
             elif msg["t"] == "kill":
                 monitor = self.busy.get(msg["job"])
                 if monitor is not None:
-                    _kill(monitor.pid)
+                    _kill(monitor.pid, signal.SIGUSR1)
         finally:
             _close_all(fds)
         return True
@@ -274,14 +274,10 @@ class Server:
     def _discard(self, monitor: _Monitor) -> None:
         # Monitors are reaped here and nowhere else, so the pid cannot have been reused.
         _kill(monitor.pid)
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(monitor.pid, 0)
-        except ChildProcessError:
-            pass
-        try:
+        with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(monitor.sock)
-        except (KeyError, ValueError):
-            pass
         monitor.sock.close()
         if monitor in self.idle:
             self.idle.remove(monitor)
@@ -295,23 +291,23 @@ class Server:
         return max(0.0, soonest - time.monotonic())
 
     def _enforce_deadlines(self) -> None:
-        # The host enforces the wall clock; this is the backstop if the host stops asking.
+        # The host enforces the wall clock; this is the backstop if the host stops asking:
+        # first a clean kill through the monitor, then the monitor itself.
         now = time.monotonic()
         for monitor in list(self.busy.values()):
             if monitor.deadline <= now:
-                _kill(monitor.pid)
-                monitor.deadline = now + 3600.0
+                monitor.kills += 1
+                _kill(monitor.pid, signal.SIGUSR1 if monitor.kills == 1 else signal.SIGKILL)
+                monitor.deadline = now + 2.0
 
     def _shutdown(self) -> None:
         for monitor in [*self.idle, *self.busy.values()]:
             _kill(monitor.pid)
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _kill(pid: int, signum: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
 
 
 # -- the monitor -----------------------------------------------------------------------------
@@ -330,13 +326,26 @@ def _monitor_main(
         # Without a pid namespace, orphans of the script get reparented here so the sweep
         # below can find them.
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    # The server asks for a kill with SIGUSR1 rather than killing this process, so that
+    # the sweep below still runs. Installed before the fork: a request may come at once.
+    worker = 0
+
+    def kill_worker(signum: int, frame: object) -> None:
+        if worker:
+            _kill(worker)
+        else:
+            os._exit(0)
+
+    signal.signal(signal.SIGUSR1, kill_worker)
     here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    me = os.getpid()
     worker = os.fork()
     if worker == 0:
         try:
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
             here.close()
             _keep_only([there.fileno()])
-            _worker_main(there, config, pidns)
+            _worker_main(there, config, me)
         finally:
             os._exit(70)
     there.close()
@@ -345,10 +354,8 @@ def _monitor_main(
         _kill(worker)
         os._exit(0)
     msg, fds = frame
-    try:
+    with contextlib.suppress(OSError):
         send_frame(here, msg, fds)
-    except OSError:
-        pass
     channel = fds[0]
     _close_all(fds[1:])
     here.close()
@@ -364,19 +371,15 @@ def _monitor_main(
         "maxrss_kb": usage.ru_maxrss,
         "wall": time.monotonic() - started,
     }
-    try:
+    with contextlib.suppress(OSError):
         os.write(channel, json.dumps(record).encode() + b"\n")
-    except OSError:
-        pass
     os._exit(0)
 
 
 def _sweep_descendants(worker: int) -> None:
     """Kill whatever the script left running (only needed without a pid namespace)."""
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(worker, signal.SIGKILL)
-    except OSError:
-        pass
     me = str(os.getpid())
     for _round in range(100):
         orphans = []
@@ -406,8 +409,7 @@ def _sweep_descendants(worker: int) -> None:
 # -- the worker ------------------------------------------------------------------------------
 
 
-def _worker_main(chan: socket.socket, config: dict[str, Any], pidns: bool) -> NoReturn:
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) -> NoReturn:
     if config["mode"] == "bwrap":
         _drop_capabilities()
     else:
@@ -420,6 +422,10 @@ def _worker_main(chan: socket.socket, config: dict[str, Any], pidns: bool) -> No
         seccomp = config.get("seccomp")
         if seccomp:
             _load_seccomp(bytes.fromhex(seccomp))
+    # Set after the uid change, which would clear it.
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() not in (monitor_pid, 0):
+        os._exit(0)
     # Non-dumpable: other scripts running as the same uid cannot open this one's /proc files.
     _prctl(_PR_SET_DUMPABLE, 0)
     frame = recv_frame(chan)
@@ -481,14 +487,10 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     _apply_limits(msg["limits"])
     outcome = _run_script(msg["script"], module.ToolError)
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(Exception):
             stream.flush()
-        except Exception:
-            pass
-    try:
+    with contextlib.suppress(Exception):
         channel.send({"t": "done", **outcome})
-    except Exception:
-        pass
     os._exit(0)
 
 
@@ -552,7 +554,9 @@ def _format_syntax_error(exc: SyntaxError) -> str:
 def _format_exception(exc: BaseException) -> str:
     """The traceback restricted to the script's own frames, as Python would print it."""
     try:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SCRIPT_FILENAME]
+        frames = [
+            f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SCRIPT_FILENAME
+        ]
         lines = []
         if frames:
             lines.append("Traceback (most recent call last):\n")
@@ -747,10 +751,8 @@ def _build_module(
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
     for name in _PRELOAD:
-        try:
+        with contextlib.suppress(ImportError):
             __import__(name)
-        except ImportError:
-            pass
     ctl = socket.socket(fileno=config["ctl_fd"])
     ctl.setblocking(True)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
