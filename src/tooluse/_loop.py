@@ -67,13 +67,15 @@ class RunState:
     #: o200k tokens of all messages so far, kept as messages are added so a
     #: round costs the same however long the conversation is.
     context_tokens: int = 0
+    last_tokens: int = 0
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
         message.id = f"m{len(self.messages) + 1}"
         self.messages.append(message)
         if self.count_tokens:
-            self.context_tokens += message_tokens(message)
+            self.last_tokens = message_tokens(message)
+            self.context_tokens += self.last_tokens
         return message
 
 
@@ -117,7 +119,7 @@ def _round_usage(
         return response.usage
     if not config.count_tokens:
         return Usage()
-    output = message_tokens(state.messages[-1])  # the reply was appended already
+    output = state.last_tokens  # the reply was appended last
     return Usage(state.context_tokens - output + tools_tokens, output, "o200k")
 
 

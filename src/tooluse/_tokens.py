@@ -11,7 +11,7 @@ _CHUNK = 100_000  # the encoder refuses very long inputs in one call
 
 
 class _Encoding(Protocol):
-    def encode(self, text: str) -> list[int]: ...
+    def encode_ordinary(self, text: str) -> list[int]: ...
 
 
 @functools.cache
@@ -23,10 +23,14 @@ def _encoding() -> _Encoding:
 
 
 def count_tokens(text: str) -> int:
-    """Tokens of `text` under o200k_base."""
+    """Tokens of `text` under o200k_base.
+
+    Special-token markers such as ``<|endoftext|>`` count as ordinary text: a
+    tool result may contain anything.
+    """
     if not text:
         return 0
-    encoding = _encoding()
+    encode = _encoding().encode_ordinary
     if len(text) <= _CHUNK:
-        return len(encoding.encode(text))
-    return sum(len(encoding.encode(text[i : i + _CHUNK])) for i in range(0, len(text), _CHUNK))
+        return len(encode(text))
+    return sum(len(encode(text[i : i + _CHUNK])) for i in range(0, len(text), _CHUNK))
