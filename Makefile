@@ -15,8 +15,8 @@ demo: setup
 test: setup lint typecheck pytest
 
 lint:
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples scripts
+	$(BIN)/ruff format --check src tests bench examples scripts
 
 typecheck:
 	$(BIN)/mypy
