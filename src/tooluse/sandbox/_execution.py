@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import SandboxError
@@ -89,30 +90,43 @@ class Execution:
             os.close(out_write)
             os.close(err_write)
 
-        tasks = [
-            asyncio.ensure_future(self._serve_calls(host_end)),
-            asyncio.ensure_future(self._drain(out_read, self._stdout, "stdout")),
-            asyncio.ensure_future(self._drain(err_read, self._stderr, "stderr")),
+        pipes = [
+            _Pipe(out_read, self._stdout, self._on_output, "stdout"),
+            _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
-        everything = asyncio.gather(*tasks)
+        calls = asyncio.ensure_future(self._serve_calls(host_end))
         try:
             try:
-                await asyncio.wait_for(asyncio.shield(everything), self._timeout)
+                await asyncio.wait_for(asyncio.shield(calls), self._timeout)
             except TimeoutError:
                 self._stop("wall_clock", f"timed out after {_seconds(self._timeout)}")
                 try:
-                    await asyncio.wait_for(asyncio.shield(everything), _KILL_GRACE_S)
+                    await asyncio.wait_for(asyncio.shield(calls), _KILL_GRACE_S)
                 except TimeoutError:
                     self._sandbox.mark_broken()
                     raise SandboxError("the sandbox did not stop a timed-out script") from None
+            if self._done is not None:
+                # The script flushed its output before reporting, so whatever it wrote is
+                # already in the pipes: take it without waiting for the process to be torn
+                # down. Output of background processes still running is dropped with them.
+                self._sandbox.send_kill(self._job_id)
+                for pipe in pipes:
+                    pipe.read_available()
+            else:
+                eof = asyncio.gather(*(pipe.eof for pipe in pipes))
+                try:
+                    await asyncio.wait_for(eof, _KILL_GRACE_S)
+                except TimeoutError:
+                    self._sandbox.send_kill(self._job_id)
         except BaseException:
-            # Cancelled by the caller, or the sandbox is stuck: kill the script, stop
-            # reading, and let the descriptors close with the tasks.
+            # Cancelled by the caller, or the sandbox is stuck: kill the script and let the
+            # descriptors close.
             self._stop(None, "")
-            for task in tasks:
-                task.cancel()
+            calls.cancel()
             raise
         finally:
+            for pipe in pipes:
+                pipe.close()
             for call in self._call_tasks:
                 call.cancel()
         return self._result(time.perf_counter() - started)
@@ -149,6 +163,7 @@ class Execution:
                     self._accept_call(message, writer)
                 elif kind == "done":
                     self._done = message
+                    return
                 elif kind == "exit":
                     self._exit = message
         finally:
@@ -218,37 +233,13 @@ class Execution:
 
     # -- output ------------------------------------------------------------------------------
 
-    async def _drain(self, fd: int, capture: OutputCapture, stream: str) -> None:
-        loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = loop.create_future()
-        os.set_blocking(fd, False)
-
-        def on_readable() -> None:
-            try:
-                data = os.read(fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            if not data:
-                loop.remove_reader(fd)
-                if not finished.done():
-                    finished.set_result(None)
-                return
-            capture.feed(data)
-            if capture.total > self._flood_bytes and self._stop_reason is None:
-                self._stop(
-                    "output",
-                    f"the script wrote more than {self._limits.flood_limit_mb} MiB to "
-                    f"{stream} and was stopped; print less (summaries, not raw data).",
-                )
-
-        loop.add_reader(fd, on_readable)
-        try:
-            await finished
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
+    def _on_output(self, capture: OutputCapture, stream: str) -> None:
+        if capture.total > self._flood_bytes and self._stop_reason is None:
+            self._stop(
+                "output",
+                f"the script wrote more than {self._limits.flood_limit_mb} MiB to "
+                f"{stream} and was stopped; print less (summaries, not raw data).",
+            )
 
     # -- the result --------------------------------------------------------------------------
 
@@ -315,3 +306,49 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+class _Pipe:
+    """Reads one of the script's output pipes into a capture as data arrives."""
+
+    def __init__(
+        self,
+        fd: int,
+        capture: OutputCapture,
+        on_data: Callable[[OutputCapture, str], None],
+        stream: str,
+    ) -> None:
+        self._fd = fd
+        self._capture = capture
+        self._on_data = on_data
+        self._stream = stream
+        self._loop = asyncio.get_running_loop()
+        self.eof: asyncio.Future[None] = self._loop.create_future()
+        os.set_blocking(fd, False)
+        self._loop.add_reader(fd, self.read_available)
+
+    def read_available(self, max_reads: int = 16) -> None:
+        # Bounded so that a flooding script cannot hold the event loop in one callback.
+        for _ in range(max_reads):
+            if self._fd < 0 or self.eof.done():
+                return
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._loop.remove_reader(self._fd)
+                self.eof.set_result(None)
+                return
+            self._capture.feed(data)
+            self._on_data(self._capture, self._stream)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+        if not self.eof.done():
+            self.eof.cancel()

@@ -34,7 +34,7 @@ _HERE = Path(__file__).resolve().parent
 _SERVER_IN_SANDBOX = "/run/tooluse/server.py"
 _SCRATCH_IN_SANDBOX = "/tmp"
 _START_TIMEOUT_S = 20.0
-_CLOSE_GRACE_S = 0.5
+_CLOSE_GRACE_S = 3.0
 
 # Each root-started Sandbox runs under its own uid so that RLIMIT_NPROC (counted per uid)
 # is not shared with other sandboxes or with anything else running as "nobody". A uid is

@@ -59,6 +59,7 @@ _CLONE_NEWPID = 0x20000000
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _SCRIPT_FILENAME = "script.py"
+_REFILL_RETRY_S = 0.05
 _CO_COROUTINE = 0x80
 
 # Modules scripts commonly use, imported once in the server so every fork starts warm.
@@ -184,17 +185,25 @@ class Server:
         self.selector = selectors.DefaultSelector()
 
     def serve(self) -> None:
+        if not self.use_pidns:
+            # Orphans of a monitor killed outright come here, for _shutdown to sweep.
+            _prctl(_PR_SET_CHILD_SUBREAPER, 1)
         self.selector.register(self.ctl, selectors.EVENT_READ, None)
         self._fill_pool()
         send_frame(self.ctl, {"t": "ready", "pid": self.pid, "pidns": self.use_pidns})
         while True:
-            for key, _ in self.selector.select(self._next_timeout()):
+            events = self.selector.select(self._next_timeout())
+            for key, _ in events:
                 if key.data is None:
                     if not self._handle_control():
                         self._shutdown()
                         return
                 else:
                     self._on_monitor_event(key.data)
+            if not events:
+                # A refill that failed (say, while a fork bomb held every process slot)
+                # is retried when things are quiet.
+                self._fill_pool()
             self._enforce_deadlines()
 
     def _handle_control(self) -> bool:
@@ -285,10 +294,10 @@ class Server:
             self.busy.pop(monitor.job, None)
 
     def _next_timeout(self) -> float | None:
-        if not self.busy:
-            return None
-        soonest = min(m.deadline for m in self.busy.values())
-        return max(0.0, soonest - time.monotonic())
+        timeouts = [max(0.0, m.deadline - time.monotonic()) for m in self.busy.values()]
+        if len(self.idle) < self.prefork:
+            timeouts.append(_REFILL_RETRY_S)
+        return min(timeouts, default=None)
 
     def _enforce_deadlines(self) -> None:
         # The host enforces the wall clock; this is the backstop if the host stops asking:
@@ -301,8 +310,24 @@ class Server:
                 monitor.deadline = now + 2.0
 
     def _shutdown(self) -> None:
-        for monitor in [*self.idle, *self.busy.values()]:
+        for monitor in self.idle:
             _kill(monitor.pid)
+        # Running scripts are killed through their monitors, which then sweep up after them.
+        for monitor in self.busy.values():
+            _kill(monitor.pid, signal.SIGUSR1)
+        give_up = time.monotonic() + 2.0
+        pending = {m.pid for m in self.busy.values()}
+        while pending and time.monotonic() < give_up:
+            for pid in list(pending):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                        continue
+                pending.discard(pid)
+            time.sleep(0.005)
+        for pid in pending:
+            _kill(pid)
+        if not self.use_pidns:
+            _kill_children()
 
 
 def _kill(pid: int, signum: int = signal.SIGKILL) -> None:
@@ -377,33 +402,43 @@ def _monitor_main(
 
 
 def _sweep_descendants(worker: int) -> None:
-    """Kill whatever the script left running (only needed without a pid namespace)."""
+    """Kill whatever the script left running (only needed without a pid namespace).
+
+    This process is a child subreaper, so every orphan of the script ends up as its child:
+    kill the children, reap them, repeat until none are left.
+    """
     with contextlib.suppress(OSError):
         os.killpg(worker, signal.SIGKILL)
-    me = str(os.getpid())
-    for _round in range(100):
-        orphans = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read().decode(errors="replace")
-            except OSError:
-                continue
-            if stat.rsplit(")", 1)[-1].split()[1] == me:
-                orphans.append(int(entry))
-        for pid in orphans:
+    _kill_children()
+
+
+def _kill_children() -> None:
+    for _round in range(1000):
+        children = _children_of(os.getpid())
+        if not children:
+            return
+        for pid in children:
             _kill(pid)
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                break
-        if not orphans:
-            time.sleep(0.001)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def _children_of(parent: int) -> list[int]:
+    wanted = str(parent)
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        # The command name may hold spaces or parentheses; the fields after it do not.
+        if stat.rsplit(")", 1)[-1].split()[1] == wanted:
+            children.append(int(entry))
+    return children
 
 
 # -- the worker ------------------------------------------------------------------------------
@@ -428,6 +463,9 @@ def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) 
         os._exit(0)
     # Non-dumpable: other scripts running as the same uid cannot open this one's /proc files.
     _prctl(_PR_SET_DUMPABLE, 0)
+    # Everything that does not depend on the job is done before it arrives.
+    random.seed()
+    os.chdir(config["scratch"])
     frame = recv_frame(chan)
     if frame is None:
         os._exit(0)
@@ -477,8 +515,6 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
     _close_all([stdout_fd, stderr_fd, null])
-    os.chdir(config["scratch"])
-    random.seed()
     sys.argv = [_SCRIPT_FILENAME]
     sys.path[:0] = list(config.get("paths", ()))
     channel = _Channel(channel_fd)
