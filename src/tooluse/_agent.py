@@ -11,11 +11,13 @@ from typing import Any
 
 from ._dispatch import Dispatcher, Ledger
 from ._exceptions import ModelError, UsageError
-from ._loop import AskModel, LoopConfig, RunCalls, RunState, agent_flow
+from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._result import RunResult
+from ._scripts import ScriptRunner
 from ._trace import EventSink, JsonlTrace, stamp
 from .conventions import Convention, get_convention
 from .models import Model
+from .sandbox import IsolationMode, Sandbox
 from .tools import Tool, Toolbox
 
 __all__ = ["Agent"]
@@ -39,6 +41,15 @@ class Agent:
         count_tokens: count tokens offline (o200k) when the backend reports none.
         trace: a path to append JSON Lines trace events to.
         on_event: called with every trace event.
+        sandbox: where scripts run (code convention); by default the agent
+            starts its own on first use and stops it in `close`.
+        isolation: the isolation of the agent's own sandbox: ``auto`` (the
+            strongest available, with a warning if that is none),
+            ``required`` (refuse to run scripts unisolated) or ``none``.
+        script_timeout: wall-clock seconds a script may run.
+
+    Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
+    sandbox; an agent that never ran a script holds nothing.
     """
 
     def __init__(
@@ -56,6 +67,9 @@ class Agent:
         count_tokens: bool = True,
         trace: str | Path | None = None,
         on_event: EventSink | None = None,
+        sandbox: Sandbox | None = None,
+        isolation: IsolationMode = "auto",
+        script_timeout: float = 30.0,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -74,6 +88,34 @@ class Agent:
         # Shared across runs of this agent so that a retried task does not
         # repeat side effects that already happened.
         self.ledger = Ledger()
+        self._sandbox = sandbox
+        self._owns_sandbox = sandbox is None
+        self.isolation: IsolationMode = isolation
+        self.script_timeout = script_timeout
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox scripts run in (started on first use)."""
+        if self._sandbox is None:
+            self._sandbox = Sandbox(isolation=self.isolation)
+        return self._sandbox
+
+    def close(self) -> None:
+        """Stop the agent's own sandbox, if it started one."""
+        if self._sandbox is not None and self._owns_sandbox:
+            self._sandbox.close()
+            self._sandbox = None
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
     def run(self, task: str) -> RunResult:
         """Run `task` to completion (blocking). Use `arun` inside an event loop."""
@@ -117,11 +159,8 @@ class Agent:
         )
         try:
             prepared = self.convention.prepare(self.tools, self.system_prompt)
-            await _drive(
-                agent_flow(state, task, prepared, self.convention, self.config),
-                self.model,
-                dispatcher,
-            )
+            flow = agent_flow(state, task, prepared, self.convention, self.config)
+            await self._drive(flow, dispatcher)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -136,6 +175,7 @@ class Agent:
                 status=state.status,
                 calls=state.calls,
                 rejected=state.rejected,
+                scripts=state.scripts,
                 messages=state.messages,
                 usage=state.usage,
                 rounds=state.rounds,
@@ -161,21 +201,33 @@ class Agent:
                 writer.close()
         return result
 
-
-async def _drive(flow: Any, model: Model, dispatcher: Dispatcher) -> None:
-    effect = next(flow)
-    while True:
-        try:
-            if isinstance(effect, AskModel):
-                try:
-                    reply: Any = await model.respond(effect.request)
-                except ModelError as exc:
-                    effect = flow.throw(exc)
-                    continue
-            elif isinstance(effect, RunCalls):
-                reply = await dispatcher.run(effect.calls, round_=effect.round)
-            else:
-                raise TypeError(f"unknown effect {effect!r}")
-            effect = flow.send(reply)
-        except StopIteration:
-            return
+    async def _drive(self, flow: Any, dispatcher: Dispatcher) -> None:
+        """Answer the loop's effects until it finishes."""
+        runner: ScriptRunner | None = None
+        effect = next(flow)
+        while True:
+            try:
+                if isinstance(effect, AskModel):
+                    try:
+                        reply: Any = await self.model.respond(effect.request)
+                    except ModelError as exc:
+                        effect = flow.throw(exc)
+                        continue
+                elif isinstance(effect, RunCalls):
+                    reply = await dispatcher.run(effect.calls, round_=effect.round)
+                elif isinstance(effect, RunScript):
+                    if runner is None:
+                        runner = ScriptRunner(
+                            self.tools, dispatcher, self.sandbox(), timeout=self.script_timeout
+                        )
+                    reply = await runner.run(
+                        effect.code,
+                        script_id=effect.id,
+                        round_=effect.round,
+                        repairs=effect.repairs,
+                    )
+                else:
+                    raise TypeError(f"unknown effect {effect!r}")
+                effect = flow.send(reply)
+            except StopIteration:
+                return

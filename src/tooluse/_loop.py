@@ -15,10 +15,10 @@ from typing import Any
 
 from ._exceptions import ModelError
 from ._messages import Message, ToolCall, Usage
-from ._records import CallRecord, Outcome
+from ._records import CallRecord, Outcome, ScriptRecord
 from ._result import RunStatus, RunUsage
 from ._tokens import count_tokens
-from .conventions import Answer, Calls, Convention, Prepared, Retry
+from .conventions import Answer, Calls, Convention, Prepared, Retry, Script
 from .models import ModelRequest, ModelResponse
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow"]
@@ -35,7 +35,17 @@ class RunCalls:
     round: int
 
 
-Effect = AskModel | RunCalls
+@dataclass(frozen=True, slots=True)
+class RunScript:
+    """Run `code`; the driver answers with the `ScriptRecord` and every call outcome."""
+
+    id: str
+    code: str
+    round: int
+    repairs: Sequence[str]
+
+
+Effect = AskModel | RunCalls | RunScript
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +67,7 @@ class RunState:
     messages: list[Message] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     rejected: list[Any] = field(default_factory=list)
+    scripts: list[ScriptRecord] = field(default_factory=list)
     usage: RunUsage = field(default_factory=RunUsage)
     rounds: int = 0
     status: RunStatus = "error"
@@ -103,6 +114,21 @@ def _unique_ids(state: RunState, calls: Sequence[ToolCall]) -> list[ToolCall]:
         state.call_ids.add(call_id)
         out.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
     return out
+
+
+def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> list[CallRecord]:
+    executed: list[CallRecord] = []
+    for outcome in outcomes:
+        if isinstance(outcome, CallRecord):
+            state.calls.append(outcome)
+            executed.append(outcome)
+            if state.tracing:
+                state.emit({"event": "call", **outcome.to_dict()})
+        else:
+            state.rejected.append(outcome)
+            if state.tracing:
+                state.emit({"event": "rejected", **outcome.to_dict()})
+    return executed
 
 
 def _clip(text: str, limit: int) -> str:
@@ -201,22 +227,22 @@ def agent_flow(
             if state.tracing:
                 state.emit({"event": "feedback", "round": round_, "text": action.feedback})
             continue
+        if isinstance(action, Script):
+            script_id = f"script_{len(state.scripts) + 1}"
+            record, script_calls = yield RunScript(script_id, action.code, round_, action.repairs)
+            state.scripts.append(record)
+            _record_outcomes(state, script_calls)
+            state.add(Message("tool", record.content, tool_call_id=script_id, name="python"))
+            if state.tracing:
+                state.emit({"event": "script", **record.to_dict()})
+            continue
         if not isinstance(action, Calls):
             raise TypeError(f"a convention returned {action!r}")
         outcomes: list[Outcome] = yield RunCalls(action.calls, round_)
-        executed: list[CallRecord] = []
         for outcome in outcomes:
             content = _clip(outcome.content, config.max_result_chars)
             state.add(Message("tool", content, tool_call_id=outcome.id, name=outcome.name))
-            if isinstance(outcome, CallRecord):
-                state.calls.append(outcome)
-                executed.append(outcome)
-                if state.tracing:
-                    state.emit({"event": "call", **outcome.to_dict()})
-            else:
-                state.rejected.append(outcome)
-                if state.tracing:
-                    state.emit({"event": "rejected", **outcome.to_dict()})
+        executed = _record_outcomes(state, outcomes)
         notes = list(action.notes)
         cycle = _cycle_note(state, executed, config)
         if state.status == "cycle":

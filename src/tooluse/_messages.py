@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Message", "Role", "ToolCall", "Usage", "parse_openai_message"]
+__all__ = ["Message", "Role", "ToolCall", "Usage", "openai_messages", "parse_openai_message"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -93,6 +93,26 @@ class Usage:
             "output_tokens": self.output_tokens,
             "source": self.source,
         }
+
+
+def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The conversation in chat-completions shape, valid on the wire.
+
+    A tool message that answers no call of the assistant message before it
+    (a script's output in the code convention) is sent as a user message:
+    the API accepts tool messages only in reply to tool calls.
+    """
+    out: list[dict[str, Any]] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if message.role == "assistant":
+            open_calls = {c.id for c in message.tool_calls}
+        elif message.role == "tool" and message.tool_call_id not in open_calls:
+            label = f"Output of {message.name}" if message.name else "Output"
+            out.append({"role": "user", "content": f"{label}:\n{message.content or ''}"})
+            continue
+        out.append(message.to_openai())
+    return out
 
 
 @dataclass(slots=True)

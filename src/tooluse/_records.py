@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CallRecord", "Outcome", "RejectedCall", "render_result"]
+__all__ = ["CallRecord", "Outcome", "RejectedCall", "ScriptRecord", "render_result"]
 
 
 def render_result(value: Any) -> str:
@@ -92,3 +92,54 @@ class RejectedCall:
 
 
 Outcome = CallRecord | RejectedCall
+
+
+@dataclass(slots=True)
+class ScriptRecord:
+    """One script the runtime ran for the code convention.
+
+    The calls it made are in `RunResult.calls` / `RunResult.rejected` like JSON
+    calls (their ids start with this script's id). `status` is the sandbox's:
+    ``ok``, ``error``, ``timeout``, ``killed`` or ``sandbox_error``.
+    """
+
+    id: str
+    code: str
+    status: str
+    stdout: str
+    error: str | None
+    round: int = 0
+    calls: int = 0
+    truncated: bool = False
+    duration_s: float = 0.0
+    repairs: tuple[str, ...] = ()
+
+    @property
+    def content(self) -> str:
+        """The tool message content this script produced."""
+        parts: list[str] = []
+        if self.stdout:
+            parts.append(self.stdout.rstrip("\n"))
+        if self.error:
+            parts.append(f"Error: {self.error}")
+        if not parts:
+            parts.append(
+                "(the script printed nothing: print the values you need)"
+                if self.status == "ok"
+                else f"(the script ended with status {self.status})"
+            )
+        return "\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "code": self.code,
+            "status": self.status,
+            "stdout": self.stdout,
+            "error": self.error,
+            "round": self.round,
+            "calls": self.calls,
+            "truncated": self.truncated,
+            "duration_s": self.duration_s,
+            "repairs": list(self.repairs),
+        }

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._messages import Message, Usage
-from ._records import CallRecord, RejectedCall
+from ._records import CallRecord, RejectedCall, ScriptRecord
 
 __all__ = ["RunResult", "RunStatus", "RunUsage"]
 
@@ -63,6 +63,7 @@ class RunResult:
     status: RunStatus
     calls: list[CallRecord]
     rejected: list[RejectedCall]
+    scripts: list[ScriptRecord]
     messages: list[Message]
     usage: RunUsage
     rounds: int
@@ -87,5 +88,6 @@ class RunResult:
             "usage": self.usage.to_dict(),
             "calls": [c.to_dict() for c in self.calls],
             "rejected": [r.to_dict() for r in self.rejected],
+            "scripts": [s.to_dict() for s in self.scripts],
             "messages": [m.to_dict() for m in self.messages],
         }

@@ -10,7 +10,7 @@ from .._messages import ToolCall
 from ..models import ModelResponse, ToolChoice
 from ..tools import Tool, Toolbox
 
-__all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry"]
+__all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry", "Script"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,15 @@ class Retry:
     feedback: str
 
 
-Interpretation = Answer | Calls | Retry
+@dataclass(frozen=True, slots=True)
+class Script:
+    """The model wrote a script to run; `repairs` name what was fixed to read it."""
+
+    code: str
+    repairs: Sequence[str] = field(default_factory=tuple)
+
+
+Interpretation = Answer | Calls | Retry | Script
 
 
 class Convention(ABC):

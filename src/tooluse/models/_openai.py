@@ -29,7 +29,7 @@ from .._exceptions import (
     ModelTimeoutError,
     UsageError,
 )
-from .._messages import Usage, parse_openai_message
+from .._messages import Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
 from ._base import Model, ModelRequest, ModelResponse
 
@@ -154,7 +154,7 @@ class OpenAIChat(Model):
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": [m.to_openai() for m in request.messages],
+            "messages": openai_messages(request.messages),
             "timeout": self.timeout,
         }
         if request.tools:

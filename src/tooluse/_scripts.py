@@ -1,0 +1,84 @@
+"""Running a model's script in the sandbox, with every tool call sent to the dispatcher.
+
+Inside the sandbox the tool functions are proxies; each call arrives here by
+name, is mapped back from the stub's Python names to the tool's schema names,
+and goes through the same validation, execution and record as a JSON call.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from ._dispatch import Dispatcher
+from ._records import Outcome, RejectedCall, ScriptRecord
+from .sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
+from .tools import Toolbox
+
+__all__ = ["ScriptRunner"]
+
+
+class ScriptRunner:
+    """Runs scripts against a toolbox: one warm sandbox, one dispatcher."""
+
+    def __init__(
+        self,
+        tools: Toolbox,
+        dispatcher: Dispatcher,
+        sandbox: Sandbox,
+        *,
+        module: str = "tools",
+        timeout: float = 30.0,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.sandbox = sandbox
+        self.module = module
+        self.timeout = timeout
+        signatures = tools.stub_signatures()
+        self._proxies = [ProxySpec(s.function, [p for p, _ in s.params]) for s in signatures]
+        self._by_function = {s.function: (s.tool, dict(s.params)) for s in signatures}
+
+    async def run(
+        self, code: str, *, script_id: str, round_: int = 0, repairs: Sequence[str] = ()
+    ) -> tuple[ScriptRecord, list[Outcome]]:
+        outcomes: list[Outcome] = []
+        numbers = itertools.count(1)  # taken before awaiting: parallel calls overlap
+
+        async def handler(function: str, arguments: dict[str, object]) -> ToolReply:
+            tool_name, names = self._by_function[function]
+            schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
+            outcome = await self.dispatcher.call(
+                tool_name,
+                schema_arguments,
+                call_id=f"{script_id}.{next(numbers)}",
+                round_=round_,
+                source="script",
+            )
+            outcomes.append(outcome)
+            if isinstance(outcome, RejectedCall):
+                return ToolReply.fail(outcome.error, kind="validation")
+            if outcome.error is not None:
+                return ToolReply.fail(outcome.error, kind="tool")
+            return ToolReply.ok(outcome.result)
+
+        result: ExecResult = await self.sandbox.execute(
+            code,
+            tools=self._proxies,
+            handler=handler,
+            timeout=self.timeout,
+            module_name=self.module,
+        )
+        record = ScriptRecord(
+            id=script_id,
+            code=code,
+            status=result.status,
+            stdout=result.stdout,
+            error=result.error,
+            round=round_,
+            calls=len(outcomes),
+            truncated=result.truncated,
+            duration_s=result.duration_s,
+            repairs=tuple(repairs),
+        )
+        return record, outcomes

@@ -1,0 +1,168 @@
+"""The code convention: tools published as a Python stub module; the model writes one script.
+
+The model answers either with one fenced ``python`` block, which the runtime
+runs in the sandbox (tool calls travel back to the host's dispatcher), or with
+plain text, which is its final answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from ..models import ModelResponse
+from ..tools import Toolbox
+from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script
+
+__all__ = ["CodeConvention", "ExtractedScript", "extract_script"]
+
+MODULE = "tools"
+
+PROMPT = """\
+You can use tools by writing Python. Module `{module}` (source below) has one function \
+per tool; each call runs the real tool and returns JSON data (dict, list, str, number, \
+bool, None).
+To use tools, reply with one ```python block. It runs as a script; then you see what it \
+printed, or its error. Print only what you need. A failed call raises `{module}.ToolError`. \
+For many independent calls use `{module}.parallel(fn, [kwargs, ...])`: results in order.
+When you know the answer, reply in plain text with no code.
+
+```python
+# {module}.py
+{stubs}```"""
+
+_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.DOTALL)
+_CODE_LANGS = {"", "python", "py", "python3"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedScript:
+    code: str
+    repairs: tuple[str, ...] = ()
+
+
+def _parses(code: str) -> SyntaxError | None:
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return exc
+    return None
+
+
+def _unescape(code: str) -> str | None:
+    r"""Turn literal ``\n`` / ``\t`` escapes into real characters, or None.
+
+    Only applied when the code does not parse as written: a script whose
+    newlines arrived as two characters each cannot mean anything else.
+    """
+    if "\\n" not in code:
+        return None
+    return code.replace("\\r\\n", "\n").replace("\\n", "\n").replace("\\t", "\t")
+
+
+def _syntax_feedback(code: str, error: SyntaxError) -> str:
+    line = error.lineno or 0
+    column = error.offset or 0
+    lines = code.splitlines()
+    shown = lines[line - 1] if 0 < line <= len(lines) else ""
+    pointer = " " * max(column - 1, 0) + "^"
+    return (
+        f"Your script has a syntax error at line {line}, column {column}: {error.msg}\n"
+        f"    {shown}\n    {pointer}\n"
+        "Nothing was run. Send the corrected script in one ```python block."
+    )
+
+
+def _looks_like_a_script(text: str, names: set[str]) -> bool:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in names or node.func.id == "print":
+                return True
+    return False
+
+
+def extract_script(text: str, tool_functions: set[str]) -> ExtractedScript | SyntaxError | None:
+    """Find the script in a reply: an `ExtractedScript`, a `SyntaxError`, or None (prose).
+
+    Forgiving where the intent is unambiguous: prose around the block, several
+    python blocks (joined in order), a missing fence around text that parses and
+    calls a tool, an unclosed fence, and literal ``\\n`` escapes in place of
+    newlines. Each repair is named.
+    """
+    repairs: list[str] = []
+    blocks = [m.group("body") for m in _FENCE.finditer(text) if m.group("lang") in _CODE_LANGS]
+    if blocks:
+        if text.count("```") % 2 == 1:
+            repairs.append("read an unclosed code fence to the end of the reply")
+        code = "\n".join(b.strip("\n") for b in blocks) + "\n"
+        if len(blocks) > 1:
+            repairs.append(f"joined {len(blocks)} python blocks into one script")
+    else:
+        stripped = text.strip()
+        unescaped = _unescape(stripped)
+        candidate = (
+            stripped
+            if _looks_like_a_script(stripped, tool_functions)
+            else unescaped
+            if unescaped and _looks_like_a_script(unescaped, tool_functions)
+            else None
+        )
+        if candidate is None:
+            return None
+        code = candidate + "\n"
+        repairs.append("read an unfenced reply that calls tools as a script")
+        if candidate is unescaped:
+            repairs.append(r"replaced literal \n escapes with newlines")
+            return ExtractedScript(code, tuple(repairs))
+    error = _parses(code)
+    if error is None:
+        return ExtractedScript(code, tuple(repairs))
+    unescaped = _unescape(code)
+    if unescaped is not None and _parses(unescaped) is None:
+        repairs.append(r"replaced literal \n escapes with newlines")
+        return ExtractedScript(unescaped, tuple(repairs))
+    return error
+
+
+class CodeConvention(Convention):
+    """Programmatic tool calling: a stub module in the prompt, one script per reply."""
+
+    name = "code"
+
+    def __init__(self, module: str = MODULE) -> None:
+        self.module = module
+        self._functions: set[str] = set()
+
+    def prompt(self, tools: Toolbox) -> str:
+        return PROMPT.format(module=self.module, stubs=tools.stub_module())
+
+    def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
+        self._functions = {s.function for s in tools.stub_signatures()}
+        text = self.prompt(tools)
+        if system_prompt:
+            text = f"{system_prompt}\n\n{text}"
+        return Prepared(system_prompt=text, tools=(), tool_choice="none")
+
+    def interpret(self, response: ModelResponse) -> Interpretation:
+        text = response.content or ""
+        if response.tool_calls and not text.strip():
+            return Retry(
+                "Tools are not called natively here: write a ```python block that calls "
+                f"the functions of module `{self.module}`."
+            )
+        found = extract_script(text, self._functions)
+        if found is None:
+            if not text.strip():
+                return Retry("Your last reply was empty. Send a ```python block, or your answer.")
+            return Answer(text)
+        if isinstance(found, SyntaxError):
+            code = _FENCE.search(text)
+            return Retry(_syntax_feedback(code.group("body") if code else text, found))
+        return Script(found.code, found.repairs)
