@@ -82,9 +82,12 @@ def _looks_like_a_script(text: str, names: set[str]) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in names or node.func.id == "print":
-                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and (node.func.id in names or node.func.id == "print")
+        ):
+            return True
     return False
 
 
