@@ -97,8 +97,22 @@ def extract_script(text: str, tool_functions: set[str]) -> ExtractedScript | Syn
     Forgiving where the intent is unambiguous: prose around the block, several
     python blocks (joined in order), a missing fence around text that parses and
     calls a tool, an unclosed fence, and literal ``\\n`` escapes in place of
-    newlines. Each repair is named.
+    newlines (tried only when the reply does not read as a valid script as
+    written). Each repair is named.
     """
+    found = _extract(text, tool_functions)
+    if isinstance(found, ExtractedScript):
+        return found
+    unescaped = _unescape(text)
+    if unescaped is not None:
+        again = _extract(unescaped, tool_functions)
+        if isinstance(again, ExtractedScript):
+            repair = r"replaced literal \n escapes with newlines"
+            return ExtractedScript(again.code, (*again.repairs, repair))
+    return found
+
+
+def _extract(text: str, tool_functions: set[str]) -> ExtractedScript | SyntaxError | None:
     repairs: list[str] = []
     blocks = [m.group("body") for m in _FENCE.finditer(text) if m.group("lang") in _CODE_LANGS]
     if blocks:
@@ -109,28 +123,13 @@ def extract_script(text: str, tool_functions: set[str]) -> ExtractedScript | Syn
             repairs.append(f"joined {len(blocks)} python blocks into one script")
     else:
         stripped = text.strip()
-        unescaped = _unescape(stripped)
-        candidate = (
-            stripped
-            if _looks_like_a_script(stripped, tool_functions)
-            else unescaped
-            if unescaped and _looks_like_a_script(unescaped, tool_functions)
-            else None
-        )
-        if candidate is None:
+        if not _looks_like_a_script(stripped, tool_functions):
             return None
-        code = candidate + "\n"
+        code = stripped + "\n"
         repairs.append("read an unfenced reply that calls tools as a script")
-        if candidate is unescaped:
-            repairs.append(r"replaced literal \n escapes with newlines")
-            return ExtractedScript(code, tuple(repairs))
     error = _parses(code)
     if error is None:
         return ExtractedScript(code, tuple(repairs))
-    unescaped = _unescape(code)
-    if unescaped is not None and _parses(unescaped) is None:
-        repairs.append(r"replaced literal \n escapes with newlines")
-        return ExtractedScript(unescaped, tuple(repairs))
     return error
 
 
