@@ -35,7 +35,8 @@ def run(
 def test_fan_out_in_one_script_keeps_the_conversation_short(agent_factory: list[Agent]) -> None:
     script = (
         "import tools\n"
-        "pages = tools.parallel(tools.list_items, [{'category': 'fruit', 'page': p} for p in range(1, 6)])\n"
+        "wanted = [{'category': 'fruit', 'page': p} for p in range(1, 6)]\n"
+        "pages = tools.parallel(tools.list_items, wanted)\n"
         "items = [i for page in pages for i in page['items']]\n"
         "print(len(items), items[0], items[-1])\n"
     )
