@@ -18,9 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from examples.seed_tools import toolbox  # noqa: E402
-from tooluse._tokens import count_tokens  # noqa: E402
-from tooluse.conventions import CodeConvention  # noqa: E402
+from examples.seed_tools import toolbox
+
+from tooluse._tokens import count_tokens
+from tooluse.conventions import CodeConvention
 
 FUNCTIONS = [t.function for t in toolbox]
 
