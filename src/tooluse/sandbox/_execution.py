@@ -61,6 +61,7 @@ class Execution:
         self._exit: dict[str, Any] | None = None
         self._stop_reason: LimitName | None = None
         self._stop_message = ""
+        self._channel: _CallChannel | None = None
 
     async def run(self) -> ExecResult:
         started = time.perf_counter()
@@ -94,7 +95,11 @@ class Execution:
             _Pipe(out_read, self._stdout, self._on_output, "stdout"),
             _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
-        calls = asyncio.ensure_future(self._serve_calls(host_end))
+        loop = asyncio.get_running_loop()
+        _transport, self._channel = await loop.create_unix_connection(
+            lambda: _CallChannel(self._on_message, self._on_oversized), sock=host_end
+        )
+        calls = self._channel.ended
         try:
             try:
                 await asyncio.wait_for(asyncio.shield(calls), self._timeout)
@@ -129,6 +134,7 @@ class Execution:
                 pipe.close()
             for call in self._call_tasks:
                 call.cancel()
+            self._channel.close()
         return self._result(time.perf_counter() - started)
 
     def _stop(self, reason: LimitName | None, message: str) -> None:
@@ -139,37 +145,25 @@ class Execution:
 
     # -- tool calls --------------------------------------------------------------------------
 
-    async def _serve_calls(self, sock: socket.socket) -> None:
-        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=_MAX_LINE)
+    def _on_message(self, line: bytes) -> bool:
+        """Handle one line from the script; False once no more are wanted."""
         try:
-            while True:
-                try:
-                    line = await reader.readline()
-                except ValueError:
-                    self._stop("output", "a tool call from the script exceeded 32 MiB")
-                    return
-                except ConnectionError:
-                    return
-                if not line.endswith(b"\n"):
-                    return
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(message, dict):
-                    continue
-                kind = message.get("t")
-                if kind == "call":
-                    self._accept_call(message, writer)
-                elif kind == "done":
-                    self._done = message
-                    return
-                elif kind == "exit":
-                    self._exit = message
-        finally:
-            writer.close()
+            message = json.loads(line)
+        except ValueError:
+            return True
+        if not isinstance(message, dict):
+            return True
+        kind = message.get("t")
+        if kind == "call":
+            self._accept_call(message)
+        elif kind == "done":
+            self._done = message
+            return False
+        elif kind == "exit":
+            self._exit = message
+        return True
 
-    def _accept_call(self, message: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+    def _accept_call(self, message: dict[str, Any]) -> None:
         if self._stop_reason is not None:
             return
         if self._max_calls is not None and self._calls_made >= self._max_calls:
@@ -180,11 +174,11 @@ class Execution:
             )
             return
         self._calls_made += 1
-        task = asyncio.ensure_future(self._run_call(message, writer))
+        task = asyncio.ensure_future(self._run_call(message))
         self._call_tasks.add(task)
         task.add_done_callback(self._call_tasks.discard)
 
-    async def _run_call(self, message: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+    async def _run_call(self, message: dict[str, Any]) -> None:
         call_id = message.get("id")
         async with self._semaphore:
             reply = await self._invoke(message.get("name"), message.get("args"))
@@ -204,11 +198,8 @@ class Execution:
                     "message": f"the tool's result is not a JSON value: {exc}",
                 }
             )
-        try:
-            writer.write(line.encode() + b"\n")
-            await writer.drain()
-        except (ConnectionError, RuntimeError):
-            pass
+        assert self._channel is not None
+        self._channel.send(line.encode() + b"\n")
 
     async def _invoke(self, name: object, arguments: object) -> ToolReply:
         if not isinstance(name, str) or name not in self._tools:
@@ -232,6 +223,9 @@ class Execution:
         return reply
 
     # -- output ------------------------------------------------------------------------------
+
+    def _on_oversized(self) -> None:
+        self._stop("output", "a tool call from the script exceeded 32 MiB")
 
     def _on_output(self, capture: OutputCapture, stream: str) -> None:
         if capture.total > self._flood_bytes and self._stop_reason is None:
@@ -352,3 +346,54 @@ class _Pipe:
             self._fd = -1
         if not self.eof.done():
             self.eof.cancel()
+
+
+class _CallChannel(asyncio.Protocol):
+    """The host end of the tool channel: JSON lines in, JSON lines out."""
+
+    def __init__(self, on_line: Callable[[bytes], bool], on_oversized: Callable[[], None]) -> None:
+        self._on_line = on_line
+        self._on_oversized = on_oversized
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.ended.done():
+            return
+        self._buffer += data
+        start = 0
+        while (end := self._buffer.find(b"\n", start)) >= 0:
+            line = bytes(self._buffer[start:end])
+            start = end + 1
+            if not self._on_line(line):
+                self._finish()
+                return
+        del self._buffer[:start]
+        if len(self._buffer) > _MAX_LINE:
+            self._on_oversized()
+            self._finish()
+
+    def eof_received(self) -> bool:
+        self._finish()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
+
+    def send(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self._finish()
+        if self._transport is not None:
+            self._transport.close()
+
+    def _finish(self) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
