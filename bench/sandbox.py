@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tooluse.sandbox import ProxySpec, Sandbox, SandboxLimits, ToolReply
+from tooluse.sandbox import IsolationMode, ProxySpec, Sandbox, SandboxLimits, ToolReply
 
 TRIVIAL = "x = 1\nprint(x)"
 LOOP = "total = 0\nfor i in range(1_000_000):\n    total += i\nprint(total)"
@@ -63,7 +63,7 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 # -- tooluse -------------------------------------------------------------------------------
 
 
-async def bench_tooluse(isolation: str, args: argparse.Namespace) -> dict[str, Any]:
+async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> dict[str, Any]:
     async def handler(name: str, arguments: dict[str, object]) -> ToolReply:
         if name == "slow":
             await asyncio.sleep(0.02)
@@ -74,7 +74,7 @@ async def bench_tooluse(isolation: str, args: argparse.Namespace) -> dict[str, A
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sb = Sandbox(isolation=isolation, limits=limits)  # type: ignore[arg-type]
+        sb = Sandbox(isolation=isolation, limits=limits)
         sb.start()
     startup = time.perf_counter() - started
     out: dict[str, Any] = {"isolation": sb.isolation, "startup_ms": startup * 1000}
@@ -118,7 +118,9 @@ async def bench_tooluse(isolation: str, args: argparse.Namespace) -> dict[str, A
 
 def bench_smolagents(args: argparse.Namespace) -> dict[str, Any]:
     try:
-        from smolagents.local_python_executor import LocalPythonExecutor
+        from smolagents.local_python_executor import (  # type: ignore[import-untyped]
+            LocalPythonExecutor,
+        )
     except ImportError:
         return {"skipped": "smolagents is not installed"}
 

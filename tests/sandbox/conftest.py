@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -48,6 +48,12 @@ def wait_for_count(uid: int, expected: int, within: float = 5.0) -> int:
         time.sleep(0.02)
         count = len(processes_of(uid))
     return count
+
+
+@pytest.fixture
+def count_after() -> Callable[[int, int], int]:
+    """``count_after(uid, expected)``: the process count of ``uid`` once it settles."""
+    return wait_for_count
 
 
 @pytest.fixture(scope="module")

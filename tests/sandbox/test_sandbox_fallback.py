@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,6 @@ from tooluse.sandbox import (
     SandboxWarning,
     ToolReply,
 )
-
-from .conftest import wait_for_count
 
 LIMITS = SandboxLimits(cpu_seconds=2, memory_mb=128, max_processes=16, max_output_bytes=2_000)
 
@@ -32,7 +31,7 @@ def test_required_refuses_to_run_unisolated() -> None:
 
 
 @pytest.mark.usefixtures("no_bwrap")
-async def test_auto_falls_back_with_a_warning() -> None:
+async def test_auto_falls_back_with_a_warning(count_after: Callable[[int, int], int]) -> None:
     sb = Sandbox(limits=LIMITS)
     with pytest.warns(SandboxWarning, match="WITHOUT isolation"):
         sb.start()
@@ -62,7 +61,7 @@ async def test_auto_falls_back_with_a_warning() -> None:
         uid = sb.uid
         sb.close()
     if uid is not None:
-        assert wait_for_count(uid, 0) == 0
+        assert count_after(uid, 0) == 0
 
 
 def test_explicit_none_runs_without_warning(recwarn: pytest.WarningsRecorder) -> None:

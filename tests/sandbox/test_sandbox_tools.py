@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tooluse.sandbox import ProxySpec, Sandbox, ToolReply
+from tooluse.sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -36,7 +36,7 @@ class Host:
             if name == "echo":
                 return ToolReply.ok(arguments["value"])
             if name == "slow":
-                await asyncio.sleep(float(arguments["seconds"]))  # type: ignore[arg-type]
+                await asyncio.sleep(float(str(arguments["seconds"])))
                 return ToolReply.ok("slept")
             if arguments.get("kind") == "crash":
                 raise RuntimeError("the database is down")
@@ -45,8 +45,23 @@ class Host:
             self.running -= 1
 
 
-async def run(sandbox: Sandbox, script: str, host: Host | None = None, **kwargs: object):  # type: ignore[no-untyped-def]
-    return await sandbox.execute(script, tools=TOOLS, handler=host or Host(), **kwargs)  # type: ignore[arg-type]
+async def run(
+    sandbox: Sandbox,
+    script: str,
+    host: Host | None = None,
+    *,
+    max_calls: int | None = 1_000,
+    timeout: float = 10.0,
+    module_name: str = "tools",
+) -> ExecResult:
+    return await sandbox.execute(
+        script,
+        tools=TOOLS,
+        handler=host or Host(),
+        max_calls=max_calls,
+        timeout=timeout,
+        module_name=module_name,
+    )
 
 
 async def test_positional_and_keyword_arguments(sandbox: Sandbox) -> None:
@@ -161,7 +176,9 @@ async def test_non_json_result_becomes_a_tool_error(sandbox: Sandbox) -> None:
 
 async def test_plain_function_handler(sandbox: Sandbox) -> None:
     def handler(name: str, arguments: dict[str, object]) -> ToolReply:
-        return ToolReply.ok(arguments["value"] * 2)  # type: ignore[operator]
+        value = arguments["value"]
+        assert isinstance(value, int)
+        return ToolReply.ok(value * 2)
 
     result = await sandbox.execute(
         "import tools\nprint(tools.echo(21))", tools=[ECHO], handler=handler

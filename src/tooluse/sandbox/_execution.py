@@ -69,7 +69,7 @@ class Execution:
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
-            self._sandbox.send_run(
+            self._sandbox._send_run(
                 {
                     "t": "run",
                     "job": self._job_id,
@@ -108,13 +108,13 @@ class Execution:
                 try:
                     await asyncio.wait_for(asyncio.shield(calls), _KILL_GRACE_S)
                 except TimeoutError:
-                    self._sandbox.mark_broken()
+                    self._sandbox._mark_broken()
                     raise SandboxError("the sandbox did not stop a timed-out script") from None
             if self._done is not None:
                 # The script flushed its output before reporting, so whatever it wrote is
                 # already in the pipes: take it without waiting for the process to be torn
                 # down. Output of background processes still running is dropped with them.
-                self._sandbox.send_kill(self._job_id)
+                self._sandbox._send_kill(self._job_id)
                 for pipe in pipes:
                     pipe.read_available()
             else:
@@ -122,7 +122,7 @@ class Execution:
                 try:
                     await asyncio.wait_for(eof, _KILL_GRACE_S)
                 except TimeoutError:
-                    self._sandbox.send_kill(self._job_id)
+                    self._sandbox._send_kill(self._job_id)
         except BaseException:
             # Cancelled by the caller, or the sandbox is stuck: kill the script and let the
             # descriptors close.
@@ -141,7 +141,7 @@ class Execution:
         if self._stop_reason is None and reason is not None:
             self._stop_reason = reason
             self._stop_message = message
-        self._sandbox.send_kill(self._job_id)
+        self._sandbox._send_kill(self._job_id)
 
     # -- tool calls --------------------------------------------------------------------------
 
@@ -268,7 +268,7 @@ class Execution:
                 )
             return "error", error, None
         if exit_ is None:
-            self._sandbox.mark_broken()
+            self._sandbox._mark_broken()
             return (
                 "sandbox_error",
                 "the sandbox stopped before the script finished; it will be restarted",

@@ -85,13 +85,13 @@ class Sandbox:
         self.limits = limits or SandboxLimits()
         self._python_paths = [os.path.realpath(p) for p in python_paths]
         self._prefork = prefork
-        self._requested_uid = uid
         self._lock = threading.Lock()
         self._jobs = itertools.count(1)
         self._proc: subprocess.Popen[bytes] | None = None
         self._ctl: socket.socket | None = None
         self._isolation: str | None = None
         self._uid_claim: socket.socket | None = None
+        self._uid: int | None = uid
         self._host_scratch: str | None = None
         self._broken = False
         self._closed = False
@@ -144,8 +144,11 @@ class Sandbox:
         self.close()
 
     def __del__(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
+        # Last resort for a Sandbox that was never closed: bwrap's --die-with-parent only
+        # fires when this whole process exits.
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
     # -- running scripts ---------------------------------------------------------------------
 
@@ -222,7 +225,7 @@ class Sandbox:
 
     # -- used by Execution -------------------------------------------------------------------
 
-    def send_run(self, message: dict[str, object], fds: list[int]) -> None:
+    def _send_run(self, message: dict[str, object], fds: list[int]) -> None:
         with self._lock:
             if self._ctl is None:
                 raise SandboxError("the sandbox is not running")
@@ -232,7 +235,7 @@ class Sandbox:
                 self._broken = True
                 raise SandboxError(f"the sandbox stopped accepting scripts: {exc}") from exc
 
-    def send_kill(self, job_id: str) -> None:
+    def _send_kill(self, job_id: str) -> None:
         with self._lock:
             if self._ctl is None:
                 return
@@ -241,13 +244,9 @@ class Sandbox:
             except OSError:
                 self._broken = True
 
-    def mark_broken(self) -> None:
+    def _mark_broken(self) -> None:
         """Restart the sandbox before the next script (it lost a job or stopped answering)."""
         self._broken = True
-
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     # -- starting and stopping ---------------------------------------------------------------
 
@@ -474,10 +473,8 @@ class Sandbox:
         self._broken = False
 
     def _claim_uid(self) -> int:
-        if self._requested_uid is not None:
-            return self._requested_uid
-        if self._uid_claim is not None:
-            return int(self._uid_claim.getsockname()[1:].decode().rsplit("-", 1)[1])
+        if self._uid is not None:
+            return self._uid
         for slot in random.sample(range(_UID_SLOTS), 64):
             claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             uid = _UID_BASE + slot
@@ -487,6 +484,7 @@ class Sandbox:
                 claim.close()
                 continue
             self._uid_claim = claim
+            self._uid = uid
             return uid
         raise _StartError("no free sandbox uid")
 
@@ -515,12 +513,8 @@ class Sandbox:
 
     @property
     def uid(self) -> int | None:
-        """The uid scripts run as on the host, when the Sandbox chose one."""
-        if self._requested_uid is not None:
-            return self._requested_uid
-        if self._uid_claim is None:
-            return None
-        return int(self._uid_claim.getsockname()[1:].decode().rsplit("-", 1)[1])
+        """The host uid scripts run as (set when the host runs as root)."""
+        return self._uid
 
 
 class _StartError(Exception):

@@ -445,6 +445,9 @@ def _children_of(parent: int) -> list[int]:
 
 
 def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) -> NoReturn:
+    # Non-dumpable before anything else: a script running next to this one (same uid)
+    # must never get a chance to open this process's /proc/<pid>/mem.
+    _prctl(_PR_SET_DUMPABLE, 0)
     if config["mode"] == "bwrap":
         _drop_capabilities()
     else:
@@ -461,7 +464,7 @@ def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) 
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() not in (monitor_pid, 0):
         os._exit(0)
-    # Non-dumpable: other scripts running as the same uid cannot open this one's /proc files.
+    # A uid change resets dumpability.
     _prctl(_PR_SET_DUMPABLE, 0)
     # Everything that does not depend on the job is done before it arrives.
     random.seed()
