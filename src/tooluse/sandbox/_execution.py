@@ -24,6 +24,7 @@ _MAX_LINE = 32 * 1024 * 1024
 # After asking the server to kill a script, how long to wait for its pipes to close before
 # declaring the sandbox broken.
 _KILL_GRACE_S = 3.0
+_LINGER_KILL_S = 0.1
 
 
 class Execution:
@@ -114,7 +115,9 @@ class Execution:
                 # The script flushed its output before reporting, so whatever it wrote is
                 # already in the pipes: take it without waiting for the process to be torn
                 # down. Output of background processes still running is dropped with them.
-                self._sandbox._send_kill(self._job_id)
+                # A script could fake that report and keep running: make sure it stops, a
+                # little later, off the path of whatever the caller does next.
+                loop.call_later(_LINGER_KILL_S, self._sandbox._send_kill, self._job_id)
                 for pipe in pipes:
                     pipe.read_available()
             else:

@@ -9,11 +9,14 @@ Processes, per script::
     server ──fork──▶ monitor ──unshare(CLONE_NEWPID), fork──▶ worker (pid 1 of a fresh pid
                                                               namespace; runs the script)
 
-The server keeps one idle monitor+worker pair forked ahead of time, so a request only has
-to hand over descriptors. The worker is pid 1 of its own pid namespace: when it exits, the
-kernel kills everything the script started, and the script cannot see or signal the server
-or other scripts. The monitor waits for the worker and writes the exit status to the
-script's tool channel; killing the monitor kills the worker through ``PR_SET_PDEATHSIG``.
+The server keeps a monitor+worker pair forked ahead of time; a request is handed straight
+to the waiting worker (descriptors and all), and the monitor gets the tool channel. The
+worker is pid 1 of its own pid namespace: when it exits, the kernel kills everything the
+script started, and the script cannot see or signal the server or other scripts. The
+monitor waits for the worker and writes its exit status to the tool channel. To stop a
+script the server sends the monitor SIGUSR1, and the monitor kills the worker (and, where
+there is no pid namespace, sweeps up what the script left); if the monitor itself dies,
+``PR_SET_PDEATHSIG`` takes the worker with it.
 
 Wire format: the control and hand-over sockets carry frames (4-byte big-endian length +
 JSON, descriptors attached with ``SCM_RIGHTS``); the tool channel between the script and the
@@ -163,11 +166,12 @@ def _keep_only(keep: Iterable[int]) -> None:
 
 
 class _Monitor:
-    __slots__ = ("deadline", "job", "kills", "pid", "sock")
+    __slots__ = ("deadline", "job", "kills", "pid", "sock", "worker")
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, worker: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
+        self.worker = worker
         self.job: str | None = None
         self.deadline = 0.0
         self.kills = 0
@@ -236,7 +240,8 @@ class Server:
             if monitor is None:
                 return
             try:
-                send_frame(monitor.sock, msg, fds)
+                send_frame(monitor.worker, msg, fds)
+                send_frame(monitor.sock, {"t": "watch"}, fds[:1])
             except OSError:
                 self._discard(monitor)
                 continue
@@ -254,21 +259,25 @@ class Server:
             self.idle.append(monitor)
 
     def _spawn(self) -> _Monitor | None:
+        # One socket to the monitor and one straight to its worker: a job goes to the
+        # worker directly, one hop fewer on the way to a running script.
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        to_worker, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             pid = os.fork()
         except OSError:
-            ours.close()
-            theirs.close()
+            for sock in (ours, theirs, to_worker, worker_end):
+                sock.close()
             return None
         if pid == 0:
             try:
-                _keep_only([theirs.fileno()])
-                _monitor_main(theirs, self.config, self.pid, self.use_pidns)
+                _keep_only([theirs.fileno(), worker_end.fileno()])
+                _monitor_main(theirs, worker_end, self.config, self.pid, self.use_pidns)
             finally:
                 os._exit(70)
         theirs.close()
-        monitor = _Monitor(pid, ours)
+        worker_end.close()
+        monitor = _Monitor(pid, ours, to_worker)
         self.selector.register(ours, selectors.EVENT_READ, monitor)
         return monitor
 
@@ -288,6 +297,7 @@ class Server:
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(monitor.sock)
         monitor.sock.close()
+        monitor.worker.close()
         if monitor in self.idle:
             self.idle.remove(monitor)
         if monitor.job is not None:
@@ -339,7 +349,11 @@ def _kill(pid: int, signum: int = signal.SIGKILL) -> None:
 
 
 def _monitor_main(
-    sock: socket.socket, config: dict[str, Any], server_pid: int, use_pidns: bool
+    sock: socket.socket,
+    worker_end: socket.socket,
+    config: dict[str, Any],
+    server_pid: int,
+    use_pidns: bool,
 ) -> NoReturn:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server_pid:
@@ -362,28 +376,24 @@ def _monitor_main(
             os._exit(0)
 
     signal.signal(signal.SIGUSR1, kill_worker)
-    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     me = os.getpid()
     worker = os.fork()
     if worker == 0:
         try:
             signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-            here.close()
-            _keep_only([there.fileno()])
-            _worker_main(there, config, me)
+            _keep_only([worker_end.fileno()])
+            _worker_main(worker_end, config, me)
         finally:
             os._exit(70)
-    there.close()
+    worker_end.close()
+    # The job itself goes to the worker; this side only gets the tool channel, to report
+    # how the worker ended.
     frame = recv_frame(sock)
-    if frame is None:
+    if frame is None or not frame[1]:
         _kill(worker)
         os._exit(0)
-    msg, fds = frame
-    with contextlib.suppress(OSError):
-        send_frame(here, msg, fds)
-    channel = fds[0]
-    _close_all(fds[1:])
-    here.close()
+    channel = frame[1][0]
+    _close_all(frame[1][1:])
     started = time.monotonic()
     _pid, status, usage = os.wait4(worker, 0)
     if not pidns:
