@@ -50,6 +50,11 @@ def wait_for_count(uid: int, expected: int, within: float = 5.0) -> int:
     return count
 
 
+@pytest.fixture(name="processes_of")
+def processes_of_fixture() -> Callable[[int], list[int]]:
+    return processes_of
+
+
 @pytest.fixture
 def count_after() -> Callable[[int, int], int]:
     """``count_after(uid, expected)``: the process count of ``uid`` once it settles."""

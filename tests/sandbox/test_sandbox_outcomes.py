@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+from collections.abc import Callable
+
 import pytest
 
 from tooluse.sandbox import ExecResult, Sandbox
@@ -153,3 +158,30 @@ def test_sync_api(sandbox: Sandbox) -> None:
         result: ExecResult = sb.execute_sync("print(sum(range(10)))")
         assert result.stdout == "45\n"
         assert sb.isolation == "bwrap+seccomp"
+
+
+async def test_cancelled_execute_kills_the_script(sandbox: Sandbox) -> None:
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(sandbox.execute("while True:\n    pass", timeout=30), 0.5)
+    # no_leftovers checks that the script is gone.
+
+
+async def test_sandbox_recovers_when_its_processes_are_killed(
+    sandbox: Sandbox,
+    count_after: Callable[[int, int], int],
+    processes_of: Callable[[int], list[int]],
+) -> None:
+    with Sandbox(limits=sandbox.limits) as sb:
+        assert sb.uid is not None
+        running = asyncio.ensure_future(sb.execute("import time\ntime.sleep(30)"))
+        await asyncio.sleep(0.3)
+        for pid in processes_of(sb.uid):
+            os.kill(pid, signal.SIGKILL)
+        result = await running
+        assert result.status == "sandbox_error"
+        assert (
+            result.error == "the sandbox stopped before the script finished; it will be restarted"
+        )
+        assert (await sb.execute("print('restarted')")).stdout == "restarted\n"
+        uid = sb.uid
+    assert count_after(uid, 0) == 0

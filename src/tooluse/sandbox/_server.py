@@ -424,6 +424,12 @@ def _sweep_descendants(worker: int) -> None:
 
 def _kill_children() -> None:
     for _round in range(1000):
+        # Cheap check first: scanning /proc costs milliseconds on a busy host.
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] != 0:
+                continue
+        except ChildProcessError:
+            return
         children = _children_of(os.getpid())
         if not children:
             return
