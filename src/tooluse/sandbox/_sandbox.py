@@ -267,8 +267,9 @@ class Sandbox:
                 )
             warnings.warn(
                 f"tooluse.sandbox: {errors[0]}; scripts will run WITHOUT isolation (a plain "
-                "subprocess with rlimits): they can read the host's files and reach the "
-                "network. Install bubblewrap, or pass isolation='required' to refuse.",
+                "subprocess with rlimits and, where supported, a seccomp filter): they can "
+                "read whatever host files their uid may read and see the host's processes. "
+                "Install bubblewrap, or pass isolation='required' to refuse.",
                 SandboxWarning,
                 stacklevel=4,
             )
@@ -287,9 +288,11 @@ class Sandbox:
         ro_paths = _dedupe([*prefixes, *self._python_paths])
         as_root = os.geteuid() == 0
         stage_dir = tempfile.mkdtemp(prefix="tooluse-stage-") if as_root else None
+        memfds: list[int] = []
         try:
-            ctl, ctl_remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             server_fd = _memfd("tooluse-server", (_HERE / "_server.py").read_bytes())
+            memfds.append(server_fd)
+            ctl, ctl_remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             pass_fds = [ctl_remote.fileno(), server_fd]
             argv = [
                 bwrap,
@@ -309,6 +312,7 @@ class Sandbox:
             seccomp_fd = None
             if seccomp is not None:
                 seccomp_fd = _memfd("tooluse-seccomp", seccomp)
+                memfds.append(seccomp_fd)
                 pass_fds.append(seccomp_fd)
                 argv += ["--seccomp", str(seccomp_fd)]
             argv += _system_binds()
@@ -368,8 +372,7 @@ class Sandbox:
                     }
                 ),
             ]
-            if as_root:
-                assert stage_dir is not None
+            if stage_dir is not None:
                 uid = self._claim_uid()
                 launch = {
                     "uid": uid,
@@ -388,10 +391,10 @@ class Sandbox:
             else:
                 command = argv
             self._spawn(command, pass_fds, ctl, ctl_remote)
-            for fd in pass_fds[1:]:
-                os.close(fd)
             self._isolation = "bwrap+seccomp" if seccomp is not None else "bwrap"
         finally:
+            for fd in memfds:
+                os.close(fd)
             if stage_dir is not None:
                 # Once the server is up, bwrap has its own binds; the staging mounts live
                 # only in the launcher's mount namespace, so the host directory can go.
