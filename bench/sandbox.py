@@ -8,7 +8,8 @@ Rows:
 - tool call round trip: a script making sequential calls to an echo tool; per call,
   after subtracting the trivial script's latency.
 - fan-out: 100 calls to a host tool that sleeps 20 ms, issued concurrently.
-- cpu loop: a million-iteration loop, wall time and ratio to plain CPython ``exec``.
+- cpu loop: a million-iteration loop, request to result, and its ratio to plain CPython
+  ``exec`` of the same code in this process, measured alternately with it.
 
 Peers, where installed and able to run the same script: smolagents' LocalPythonExecutor
 (an in-process AST interpreter, not a security boundary) and pydantic-monty (a Rust
@@ -107,7 +108,12 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
         )
         out["fanout_gather_ms"] = statistics.median([await run(gather) for _ in range(3)]) * 1000
 
-        out["cpu_loop_ms"] = statistics.median([await run(LOOP) for _ in range(3)]) * 1000
+        loop_runs, plain_runs = [], []
+        for _ in range(3):
+            plain_runs.append(cpython_loop())
+            loop_runs.append(await run(LOOP))
+        out["cpu_loop_ms"] = statistics.median(loop_runs) * 1000
+        out["cpu_loop_ratio"] = statistics.median(loop_runs) / statistics.median(plain_runs)
     finally:
         sb.close()
     return out
@@ -147,7 +153,9 @@ def bench_smolagents(args: argparse.Namespace) -> dict[str, Any]:
         out["cpu_loop_ms"] = None
         out["cpu_loop_note"] = "skipped with --quick (about 10 s)"
     else:
+        plain = cpython_loop()
         out["cpu_loop_ms"] = timed(lambda: executor(LOOP), 1)[0] * 1000
+        out["cpu_loop_ratio"] = out["cpu_loop_ms"] / 1000 / plain
     return out
 
 
@@ -176,7 +184,12 @@ def bench_monty(args: argparse.Namespace) -> dict[str, Any]:
         out["script_p95_ms"] = percentile(latencies, 0.95) * 1000
         calls = statistics.median(timed(lambda: run(sequential_calls(args.calls)), 3))
         out["call_round_trip_us"] = (calls - out["script_p50_ms"] / 1000) / args.calls * 1e6
-        out["cpu_loop_ms"] = statistics.median(timed(lambda: run(LOOP), 3)) * 1000
+        loop_runs, plain_runs = [], []
+        for _ in range(3):
+            plain_runs.append(cpython_loop())
+            loop_runs.append(timed(lambda: run(LOOP), 1)[0])
+        out["cpu_loop_ms"] = statistics.median(loop_runs) * 1000
+        out["cpu_loop_ratio"] = statistics.median(loop_runs) / statistics.median(plain_runs)
 
     async def fanout() -> float:
         async def slow(x: object) -> object:
@@ -203,12 +216,17 @@ def bench_monty(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def bench_cpython() -> float:
+def cpython_loop() -> float:
+    """One run of the loop with plain ``exec`` in this process, in seconds.
+
+    Each runner measures it next to its own runs, so that the ratio compares runs made
+    under the same machine load.
+    """
     code = compile(LOOP, "<loop>", "exec")
     with open(os.devnull, "w") as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            return statistics.median(timed(lambda: exec(code, {}), 5)) * 1000
+            return timed(lambda: exec(code, {}), 1)[0]
         finally:
             sys.stdout = stdout
 
@@ -230,16 +248,12 @@ def main() -> None:
     args.scripts = 20 if args.quick else 60
     args.calls = 200 if args.quick else 1000
 
-    cpython_ms = bench_cpython()
+    cpython_ms = statistics.median([cpython_loop() for _ in range(5)]) * 1000
     rows: dict[str, dict[str, Any]] = {}
     rows["tooluse"] = asyncio.run(bench_tooluse("auto", args))
     rows["tooluse (no isolation)"] = asyncio.run(bench_tooluse("none", args))
     rows["smolagents"] = bench_smolagents(args)
     rows["monty"] = bench_monty(args)
-    for row in rows.values():
-        if row.get("cpu_loop_ms") is not None:
-            row["cpu_loop_ratio"] = row["cpu_loop_ms"] / cpython_ms
-
     columns = [
         ("script p50", "script_p50_ms", "ms"),
         ("script p95", "script_p95_ms", "ms"),
