@@ -8,15 +8,33 @@ and goes through the same validation, execution and record as a JSON call.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ._dispatch import Dispatcher
-from ._records import Outcome, RejectedCall, ScriptRecord
+from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from .sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
-from .tools import Toolbox
+from .tools import Tool, Toolbox
 
-__all__ = ["ScriptRunner"]
+__all__ = ["ScriptRun", "ScriptRunner", "run_with_toolbox"]
+
+
+@dataclass(slots=True)
+class ScriptRun:
+    """What `Sandbox.run` returns: the script's outcome and the calls it made."""
+
+    status: str
+    stdout: str
+    error: str | None
+    calls: list[CallRecord]
+    rejected: list[RejectedCall]
+    truncated: bool
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
 
 class ScriptRunner:
@@ -82,3 +100,29 @@ class ScriptRunner:
             repairs=tuple(repairs),
         )
         return record, outcomes
+
+
+async def run_with_toolbox(
+    sandbox: Sandbox,
+    script: str,
+    tools: Toolbox | Iterable[Tool | Callable[..., Any]],
+    *,
+    timeout: float = 10.0,
+) -> ScriptRun:
+    """Run `script` with `tools` as its tool module (what `Sandbox.run` does)."""
+    box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+    dispatcher = Dispatcher(box)
+    try:
+        runner = ScriptRunner(box, dispatcher, sandbox, timeout=timeout)
+        record, outcomes = await runner.run(script, script_id="script")
+    finally:
+        dispatcher.close()
+    return ScriptRun(
+        status=record.status,
+        stdout=record.stdout,
+        error=record.error,
+        calls=[o for o in outcomes if isinstance(o, CallRecord)],
+        rejected=[o for o in outcomes if isinstance(o, RejectedCall)],
+        truncated=record.truncated,
+        duration_s=record.duration_s,
+    )

@@ -112,7 +112,9 @@ def load_official() -> OfficialChecker:
     try:
         bfcl_eval = importlib.import_module("bfcl_eval")
     except ImportError:
-        pytest.fail("bfcl-eval is not installed: run `make setup` (pip install --no-deps bfcl-eval)")
+        pytest.fail(
+            "bfcl-eval is not installed: run `make setup` (pip install --no-deps bfcl-eval)"
+        )
     if _MODEL_CONFIG not in sys.modules:
         stand_in = types.ModuleType(_MODEL_CONFIG)
         stand_in.MODEL_CONFIG_MAPPING = {  # type: ignore[attr-defined]
