@@ -110,3 +110,21 @@ def test_tools_show_every_format() -> None:
     ]
     proc = tooluse("tools", "show", "examples.seed_tools:toolbox", "--format", "yaml")
     assert proc.returncode == 2
+
+
+def test_run_with_the_code_convention() -> None:
+    proc = tooluse(
+        "run",
+        "How many fruit items are there?",
+        "--tools",
+        "examples.seed_tools:toolbox",
+        "--model",
+        "scripted:examples/fanout_code.jsonl",
+        "--convention",
+        "code",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "completed"
+    assert len(data["calls"]) == 5 and data["scripts"][0]["stdout"] == "47 items; last: fruit-047\n"

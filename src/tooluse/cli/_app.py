@@ -82,6 +82,15 @@ def _render_event(event: dict[str, Any]) -> None:
             err.print(f"[green]✓ {escape(event['name'])}[/]({escape(args)}) → {escape(result)}")
     elif kind == "rejected":
         err.print(f"[red]✗ rejected {escape(event['name'] or '?')}[/]: {escape(event['error'])}")
+    elif kind == "script":
+        err.print(Syntax(event["code"].rstrip(), "python", line_numbers=False))
+        colour = "green" if event["status"] == "ok" else "red"
+        err.print(f"[{colour}]▶ {event['id']}: {event['status']}, {event['calls']} calls[/]")
+        shown = event["stdout"].rstrip() or ""
+        if event.get("error"):
+            shown = f"{shown}\n{event['error']}".strip()
+        if shown:
+            err.print(escape(shown))
     elif kind == "feedback":
         err.print(f"[magenta]↺ feedback[/]: {escape(event['text'])}")
 
@@ -94,7 +103,9 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         str,
         typer.Option("--model", help="scripted:FILE.jsonl, or openai:MODEL (see --base-url)."),
     ],
-    convention: Annotated[str, typer.Option(help="Calling convention: json.")] = "json",
+    convention: Annotated[
+        str, typer.Option(help="json (native function calling) or code (one Python script).")
+    ] = "json",
     max_rounds: Annotated[int, typer.Option(min=1, help="Model requests at most.")] = 10,
     trace: Annotated[
         Path | None, typer.Option(help="Append JSON Lines trace events to this file.")
@@ -119,7 +130,8 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         trace=trace,
         on_event=None if as_json else _render_event,
     )
-    result = agent.run(task)
+    with agent:
+        result = agent.run(task)
     if as_json:
         out.print_json(json.dumps(result.to_dict(), default=str))
     else:
