@@ -1,0 +1,260 @@
+"""Benchmark the context store: bulk inserts and BM25 query latency at 100k items.
+
+    .venv/bin/python bench/context.py [--items 100000] [--queries 1000] [--repeat 3]
+
+Prints a table, then one JSON line. The peer row is a bare FTS5 table with the same
+tokenizer and the same sanitized queries, written to the same kind of file: the gap
+between the two is what dedup, namespaces, tags and id aliases cost. Goals: at least
+20,000 inserts/s and a median query at or under 5 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tooluse.context import ContextStore, NewItem, fts_query
+
+SEED = 20260726
+
+_COMMON = [
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "in",
+    "is",
+    "for",
+    "on",
+    "with",
+    "that",
+    "this",
+    "it",
+    "as",
+    "be",
+    "was",
+    "error",
+    "file",
+    "read",
+    "write",
+    "returned",
+    "result",
+    "call",
+    "tool",
+    "request",
+    "response",
+    "timeout",
+    "status",
+    "test",
+    "failed",
+    "passed",
+    "line",
+    "function",
+    "value",
+    "user",
+    "query",
+    "search",
+    "config",
+    "path",
+    "module",
+    "import",
+    "class",
+    "method",
+    "string",
+    "number",
+    "list",
+    "key",
+    "api",
+    "token",
+    "model",
+    "output",
+    "input",
+    "data",
+    "table",
+    "row",
+    "column",
+    "index",
+    "update",
+]
+
+
+def vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
+    """Common words first, then made-up identifiers; sampled with Zipf weights."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = list(_COMMON)
+    while len(words) < size:
+        words.append("".join(rng.choice(letters) for _ in range(rng.randint(3, 10))))
+    return words
+
+
+def corpus(n: int, rng: random.Random) -> list[str]:
+    words = vocabulary(rng)
+    weights = [1.0 / rank for rank in range(1, len(words) + 1)]
+    texts = []
+    for i in range(n):
+        body = rng.choices(words, weights, k=rng.randint(8, 24))
+        # A unique token per item keeps dedup from collapsing the corpus.
+        texts.append(" ".join(body) + f" item{i}")
+    return texts
+
+
+def queries(n: int, rng: random.Random) -> list[str]:
+    words = vocabulary(random.Random(SEED))
+    weights = [1.0 / rank for rank in range(1, len(words) + 1)]
+    nasty = ["c++ API-keys", "error: timeout", '"foo', "AND", "a.b", "NEAR(", "", "🙂 search"]
+    out = []
+    for i in range(n):
+        if i % 10 == 0:
+            out.append(nasty[(i // 10) % len(nasty)])
+        elif i % 10 == 1:
+            out.append(f"what did item{rng.randrange(100_000)} say")
+        else:
+            out.append(" ".join(rng.choices(words, weights, k=rng.randint(1, 6))))
+    return out
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def bench_store_insert(texts: list[str], workdir: Path, run: int) -> tuple[float, Path]:
+    path = workdir / f"store{run}.db"
+    items = [NewItem(f"obs-{i}", text, "observation", ("bench",)) for i, text in enumerate(texts)]
+    with ContextStore(path, "bench") as store:
+        seconds = timed(lambda: store.put_many(items))
+    return len(texts) / seconds, path
+
+
+def bench_peer_insert(texts: list[str], workdir: Path, run: int) -> tuple[float, Path]:
+    path = workdir / f"peer{run}.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(
+        "CREATE VIRTUAL TABLE docs USING fts5 "
+        "(text, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+
+    def insert() -> None:
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO docs (text) VALUES (?)", ((t,) for t in texts))
+        conn.execute("COMMIT")
+
+    seconds = timed(insert)
+    conn.close()
+    return len(texts) / seconds, path
+
+
+def bench_single_puts(workdir: Path, synchronous: str, n: int) -> float:
+    path = workdir / f"single-{synchronous}.db"
+    with ContextStore(path, "bench", synchronous=synchronous) as store:  # type: ignore[arg-type]
+        seconds = timed(
+            lambda: [store.put(f"s{i}", f"single put {i}", kind="observation") for i in range(n)]
+        )
+    return n / seconds
+
+
+def bench_store_queries(path: Path, qs: list[str]) -> list[float]:
+    with ContextStore(path, "bench") as store:
+        store.query("warm up the page cache", 10)
+        return [timed(lambda q=q: store.query(q, 10)) for q in qs]
+
+
+def bench_peer_queries(path: Path, qs: list[str]) -> list[float]:
+    conn = sqlite3.connect(path)
+    sql = "SELECT rowid, text, rank FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT 10"
+
+    def one(q: str) -> None:
+        match = fts_query(q)
+        if match is not None:
+            conn.execute(sql, (match,)).fetchall()
+
+    one("warm up the page cache")
+    latencies = [timed(lambda q=q: one(q)) for q in qs]
+    conn.close()
+    return latencies
+
+
+# Window assembly (Context.window over a long conversation under a token budget) is
+# benchmarked by the context manager's owner: add its rows to `rows` and its keys to
+# `summary` in main(), after the query section.
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=1_000)
+    parser.add_argument("--repeat", type=int, default=3, help="bulk-insert runs (median kept)")
+    parser.add_argument("--single-puts", type=int, default=500)
+    args = parser.parse_args()
+
+    rng = random.Random(SEED)
+    texts = corpus(args.items, rng)
+    qs = queries(args.queries, rng)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        store_runs = [bench_store_insert(texts, workdir, run) for run in range(args.repeat)]
+        peer_runs = [bench_peer_insert(texts, workdir, run) for run in range(args.repeat)]
+        store_rate = statistics.median(rate for rate, _ in store_runs)
+        peer_rate = statistics.median(rate for rate, _ in peer_runs)
+        single_normal = bench_single_puts(workdir, "NORMAL", args.single_puts)
+        single_full = bench_single_puts(workdir, "FULL", args.single_puts)
+        store_lat = bench_store_queries(store_runs[0][1], qs)
+        peer_lat = bench_peer_queries(peer_runs[0][1], qs)
+
+    def ms(values: list[float], q: float) -> float:
+        return 1000 * percentile(values, q)
+
+    rows = [
+        ("bulk insert (put_many), items/s", f"{store_rate:,.0f}", f"{peer_rate:,.0f}"),
+        ("single put, synchronous=NORMAL, /s", f"{single_normal:,.0f}", "-"),
+        ("single put, synchronous=FULL, /s", f"{single_full:,.0f}", "-"),
+        ("query p50, ms", f"{ms(store_lat, 0.5):.2f}", f"{ms(peer_lat, 0.5):.2f}"),
+        ("query p95, ms", f"{ms(store_lat, 0.95):.2f}", f"{ms(peer_lat, 0.95):.2f}"),
+        ("query p99, ms", f"{ms(store_lat, 0.99):.2f}", f"{ms(peer_lat, 0.99):.2f}"),
+        ("query max, ms", f"{ms(store_lat, 1.0):.2f}", f"{ms(peer_lat, 1.0):.2f}"),
+    ]
+    print(f"context store, {args.items:,} items, {args.queries:,} queries, top 10")
+    print(f"{'measure':<38}{'ContextStore':>14}{'bare FTS5':>12}")
+    print("-" * 64)
+    for name, ours, peer in rows:
+        print(f"{name:<38}{ours:>14}{peer:>12}")
+
+    summary = {
+        "bench": "context",
+        "items": args.items,
+        "sqlite": sqlite3.sqlite_version,
+        "insert_per_s": round(store_rate),
+        "insert_per_s_runs": [round(rate) for rate, _ in store_runs],
+        "peer_insert_per_s": round(peer_rate),
+        "single_put_per_s_normal": round(single_normal),
+        "single_put_per_s_full": round(single_full),
+        "query_p50_ms": round(ms(store_lat, 0.5), 3),
+        "query_p95_ms": round(ms(store_lat, 0.95), 3),
+        "query_p99_ms": round(ms(store_lat, 0.99), 3),
+        "peer_query_p50_ms": round(ms(peer_lat, 0.5), 3),
+        "peer_query_p95_ms": round(ms(peer_lat, 0.95), 3),
+        "insert_goal_met": store_rate >= 20_000,
+        "query_goal_met": ms(store_lat, 0.5) <= 5.0,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
