@@ -24,72 +24,19 @@ from tooluse.context import ContextStore, NewItem, fts_query
 
 SEED = 20260726
 
-_COMMON = [
-    "the",
-    "a",
-    "of",
-    "to",
-    "and",
-    "in",
-    "is",
-    "for",
-    "on",
-    "with",
-    "that",
-    "this",
-    "it",
-    "as",
-    "be",
-    "was",
-    "error",
-    "file",
-    "read",
-    "write",
-    "returned",
-    "result",
-    "call",
-    "tool",
-    "request",
-    "response",
-    "timeout",
-    "status",
-    "test",
-    "failed",
-    "passed",
-    "line",
-    "function",
-    "value",
-    "user",
-    "query",
-    "search",
-    "config",
-    "path",
-    "module",
-    "import",
-    "class",
-    "method",
-    "string",
-    "number",
-    "list",
-    "key",
-    "api",
-    "token",
-    "model",
-    "output",
-    "input",
-    "data",
-    "table",
-    "row",
-    "column",
-    "index",
-    "update",
-]
+_COMMON = """
+the a of to and in is for on with that this it as be was error file read write
+returned result call tool request response timeout status test failed passed
+line function value user query search config path module import class method
+string number list key api token model output input data table row column index
+update
+"""
 
 
 def vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
     """Common words first, then made-up identifiers; sampled with Zipf weights."""
     letters = "abcdefghijklmnopqrstuvwxyz"
-    words = list(_COMMON)
+    words = _COMMON.split()
     while len(words) < size:
         words.append("".join(rng.choice(letters) for _ in range(rng.randint(3, 10))))
     return words
