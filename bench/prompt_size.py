@@ -19,7 +19,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from examples.seed_tools import toolbox
-
 from tooluse._tokens import count_tokens
 from tooluse.conventions import CodeConvention
 

@@ -13,6 +13,7 @@ def test_top_level_exports() -> None:
             "Agent",
             "CallRecord",
             "Dispatcher",
+            "Expect",
             "JsonlTrace",
             "Ledger",
             "Message",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from examples.seed_tools import toolbox as seed_tools
-
 from tooluse.sandbox import Sandbox
 
 

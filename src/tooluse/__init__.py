@@ -16,6 +16,7 @@ from ._exceptions import (
     ToolUseError,
     UsageError,
 )
+from ._expect import Expect
 from ._messages import Message, ToolCall, Usage
 from ._records import CallRecord, RejectedCall
 from ._result import RunResult, RunStatus, RunUsage
@@ -26,6 +27,7 @@ __all__ = [
     "Agent",
     "CallRecord",
     "Dispatcher",
+    "Expect",
     "JsonlTrace",
     "Ledger",
     "Message",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._dispatch import Dispatcher, Ledger
 from ._exceptions import ModelError, UsageError
+from ._expect import Expect, check_expectations
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._result import RunResult
 from ._scripts import ScriptRunner
@@ -117,16 +118,21 @@ class Agent:
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, task: str) -> RunResult:
-        """Run `task` to completion (blocking). Use `arun` inside an event loop."""
+    def run(self, task: str, *, expect: Expect | Sequence[Expect] = ()) -> RunResult:
+        """Run `task` to completion (blocking). Use `arun` inside an event loop.
+
+        `expect` states what a complete answer needs (see `Expect`); a run that
+        answers without it ends with status ``truncated``.
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task))
+            return asyncio.run(self.arun(task, expect=expect))
         raise UsageError("Agent.run() was called inside a running event loop; await Agent.arun()")
 
-    async def arun(self, task: str) -> RunResult:
-        """Run `task` to completion."""
+    async def arun(self, task: str, *, expect: Expect | Sequence[Expect] = ()) -> RunResult:
+        """Run `task` to completion (see `run`)."""
+        expectations = [expect] if isinstance(expect, Expect) else list(expect)
         sinks: list[EventSink] = []
         writer = JsonlTrace(self.trace) if self.trace is not None else None
         if writer is not None:
@@ -170,6 +176,10 @@ class Agent:
             emit({"event": "internal_error", "traceback": traceback.format_exc()})
         finally:
             dispatcher.close()
+            if state.status == "completed" and expectations:
+                shortfall = check_expectations(expectations, state.calls)
+                if shortfall is not None:
+                    state.status, state.error = "truncated", shortfall
             result = RunResult(
                 answer=state.answer,
                 status=state.status,

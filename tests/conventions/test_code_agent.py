@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from examples.seed_tools import toolbox as seed_tools
 
+from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, Message, RunResult, Toolbox, ToolCall, tool
 from tooluse._messages import openai_messages
 from tooluse.models import ScriptedModel

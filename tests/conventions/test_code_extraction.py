@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 
 import pytest
-from examples.seed_tools import toolbox as seed_tools
 from syrupy.assertion import SnapshotAssertion
 
+from examples.seed_tools import toolbox as seed_tools
 from tooluse._tokens import count_tokens
 from tooluse.conventions import Answer, CodeConvention, Retry, Script, extract_script
 from tooluse.conventions._code import ExtractedScript

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examples.seed_tools import toolbox as seed_tools
 
+from examples.seed_tools import toolbox as seed_tools
 from tooluse import (
     Agent,
     CallRecord,

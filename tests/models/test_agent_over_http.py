@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from examples.seed_tools import toolbox as seed_tools
 
+from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent
 from tooluse.models import OpenAIChat
 

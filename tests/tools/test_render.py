@@ -7,9 +7,9 @@ import inspect
 import json
 from typing import Any
 
-from examples.seed_tools import toolbox as seed_toolbox
 from syrupy.assertion import SnapshotAssertion
 
+from examples.seed_tools import toolbox as seed_toolbox
 from tools.sample_tools import TOOLS
 from tooluse._tokens import count_tokens
 
