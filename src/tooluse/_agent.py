@@ -15,7 +15,10 @@ from ._expect import Expect, check_expectations
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._result import RunResult
 from ._scripts import ScriptRunner
+from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
+from .context._store import ContextStore
+from .context._window import ContextPolicy, ContextWindow
 from .conventions import Convention, get_convention
 from .models import Model
 from .sandbox import IsolationMode, Sandbox
@@ -48,6 +51,8 @@ class Agent:
             strongest available, with a warning if that is none),
             ``required`` (refuse to run scripts unisolated) or ``none``.
         script_timeout: wall-clock seconds a script may run.
+        context: a hard token budget for what the model sees, with the context
+            tools (see `ContextPolicy`); None sends the whole conversation.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -71,6 +76,7 @@ class Agent:
         sandbox: Sandbox | None = None,
         isolation: IsolationMode = "auto",
         script_timeout: float = 30.0,
+        context: ContextPolicy | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -93,6 +99,8 @@ class Agent:
         self._owns_sandbox = sandbox is None
         self.isolation: IsolationMode = isolation
         self.script_timeout = script_timeout
+        self.context = context
+        self._store: ContextStore | None = None
 
     def sandbox(self) -> Sandbox:
         """The sandbox scripts run in (started on first use)."""
@@ -146,8 +154,15 @@ class Agent:
                 sink(stamped)
 
         state = RunState(emit=emit, tracing=bool(sinks), count_tokens=self.config.count_tokens)
+        tools = self.tools
+        if self.context is not None:
+            if self._store is None:
+                self._store = self.context.store or ContextStore(":memory:")
+            state.context = ContextWindow(self.context, self._store, count_tokens)
+            if self.context.agent_tools:
+                tools = self.tools.merged(Toolbox(state.context.tools()))
         dispatcher = Dispatcher(
-            self.tools,
+            tools,
             timeout=self.tool_timeout,
             max_concurrency=self.max_concurrency,
             max_calls_per_turn=self.max_calls_per_turn,
@@ -160,13 +175,13 @@ class Agent:
                 "task": task,
                 "model": self.model.name,
                 "convention": self.convention.name,
-                "tools": self.tools.names,
+                "tools": tools.names,
             }
         )
         try:
-            prepared = self.convention.prepare(self.tools, self.system_prompt)
+            prepared = self.convention.prepare(tools, self.system_prompt)
             flow = agent_flow(state, task, prepared, self.convention, self.config)
-            await self._drive(flow, dispatcher)
+            await self._drive(flow, dispatcher, tools)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -211,7 +226,7 @@ class Agent:
                 writer.close()
         return result
 
-    async def _drive(self, flow: Any, dispatcher: Dispatcher) -> None:
+    async def _drive(self, flow: Any, dispatcher: Dispatcher, tools: Toolbox) -> None:
         """Answer the loop's effects until it finishes."""
         runner: ScriptRunner | None = None
         effect = next(flow)
@@ -228,7 +243,7 @@ class Agent:
                 elif isinstance(effect, RunScript):
                     if runner is None:
                         runner = ScriptRunner(
-                            self.tools, dispatcher, self.sandbox(), timeout=self.script_timeout
+                            tools, dispatcher, self.sandbox(), timeout=self.script_timeout
                         )
                     reply = await runner.run(
                         effect.code,

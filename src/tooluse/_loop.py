@@ -18,6 +18,7 @@ from ._messages import Message, ToolCall, Usage
 from ._records import CallRecord, Outcome, ScriptRecord
 from ._result import RunStatus, RunUsage
 from ._tokens import count_tokens
+from .context._window import ContextWindow
 from .conventions import Answer, Calls, Convention, Prepared, Retry, Script
 from .models import ModelRequest, ModelResponse
 
@@ -75,6 +76,8 @@ class RunState:
     error: str | None = None
     call_ids: set[str] = field(default_factory=set)
     count_tokens: bool = True
+    #: The budgeted window, when the agent has a context policy.
+    context: ContextWindow | None = None
     #: o200k tokens of all messages so far, kept as messages are added so a
     #: round costs the same however long the conversation is.
     context_tokens: int = 0
@@ -84,6 +87,8 @@ class RunState:
     def add(self, message: Message) -> Message:
         message.id = f"m{len(self.messages) + 1}"
         self.messages.append(message)
+        if self.context is not None:
+            self.context.add(message)
         if self.count_tokens:
             self.last_tokens = message_tokens(message)
             self.context_tokens += self.last_tokens
@@ -146,6 +151,10 @@ def _round_usage(
     if not config.count_tokens:
         return Usage()
     output = state.last_tokens  # the reply was appended last
+    if state.context is not None:
+        # what the request carried: the window before the reply joined it
+        sent = state.context.total - state.context.last_tokens
+        return Usage(sent + tools_tokens, output, "o200k")
     return Usage(state.context_tokens - output + tools_tokens, output, "o200k")
 
 
@@ -196,7 +205,14 @@ def agent_flow(
     )
     for round_ in range(1, config.max_rounds + 1):
         state.rounds = round_
-        request = ModelRequest(list(state.messages), prepared.tools, prepared.tool_choice)
+        if state.context is not None:
+            moved = state.context.enforce(tools_tokens)
+            if moved and state.tracing:
+                state.emit({"event": "context_offload", "by": "harness", "ids": moved})
+            window = state.context.messages()
+        else:
+            window = list(state.messages)
+        request = ModelRequest(window, prepared.tools, prepared.tool_choice)
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
         try:
@@ -240,7 +256,12 @@ def agent_flow(
             raise TypeError(f"a convention returned {action!r}")
         outcomes: list[Outcome] = yield RunCalls(action.calls, round_)
         for outcome in outcomes:
-            content = _clip(outcome.content, config.max_result_chars)
+            # With a context window, large results go to the store whole instead.
+            content = (
+                outcome.content
+                if state.context is not None
+                else _clip(outcome.content, config.max_result_chars)
+            )
             state.add(Message("tool", content, tool_call_id=outcome.id, name=outcome.name))
         executed = _record_outcomes(state, outcomes)
         notes = list(action.notes)
