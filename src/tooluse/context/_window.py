@@ -261,10 +261,10 @@ class ContextWindow:
                     if e.message.role == "tool"
                     and call_owner.get(e.message.tool_call_id or "") == position
                 )
-                if answers_picked or (message.tool_calls and calls_picked):
-                    if self._movable(entry, position) is None:
-                        picked.add(position)
-                        changed = True
+                wanted = answers_picked or (message.tool_calls and calls_picked)
+                if wanted and self._movable(entry, position) is None:
+                    picked.add(position)
+                    changed = True
         return [(p, self._entries[p]) for p in sorted(picked)]
 
     def offload(self, span_ids: Sequence[str], tags: Sequence[str] = ()) -> str:
