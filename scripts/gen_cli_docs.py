@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = [[], ["run"], ["tools"], ["tools", "show"]]
+COMMANDS = [[], ["run"], ["tools"], ["tools", "show"], ["sim"], ["sim", "buffer"]]
 
 
 def help_text(args: list[str]) -> str:

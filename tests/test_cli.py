@@ -128,3 +128,15 @@ def test_run_with_the_code_convention() -> None:
     data = json.loads(proc.stdout)
     assert data["status"] == "completed"
     assert len(data["calls"]) == 5 and data["scripts"][0]["stdout"] == "47 items; last: fruit-047\n"
+
+
+def test_sim_buffer_prints_one_row_per_policy_and_draws_the_figure(tmp_path: Path) -> None:
+    png = tmp_path / "buffer.png"
+    proc = tooluse("sim", "buffer", "--trials", "8", "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.split()[:1]]
+    names = [r[0] for r in rows if r[0] in {"threshold_truncate", "random_evict", "agent_offload"}]
+    assert names == ["threshold_truncate", "random_evict", "agent_offload"]
+    losses = {r[0]: float(r[1]) for r in rows if r[0] in names}
+    assert losses["agent_offload"] < losses["threshold_truncate"] < losses["random_evict"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

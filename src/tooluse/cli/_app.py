@@ -19,6 +19,7 @@ from rich.syntax import Syntax
 from .. import Agent, Toolbox, ToolUseError, UsageError
 from ..models._spec import resolve_model
 from ..tools import Tool
+from ._sim import sim_app
 
 app = typer.Typer(
     name="tooluse",
@@ -29,6 +30,7 @@ app = typer.Typer(
 )
 tools_app = typer.Typer(help="Inspect toolboxes.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
+app.add_typer(sim_app, name="sim")
 
 out = Console()
 err = Console(stderr=True)
