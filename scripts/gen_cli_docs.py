@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = [[], ["run"], ["tools"], ["tools", "show"], ["sim"], ["sim", "buffer"]]
+COMMANDS = [[], ["run"], ["tools"], ["tools", "show"], ["sim"], ["sim", "buffer"], ["sim", "runtime"]]
 
 
 def help_text(args: list[str]) -> str:

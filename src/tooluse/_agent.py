@@ -226,8 +226,9 @@ class Agent:
                 writer.close()
         return result
 
-    async def _drive(self, flow: Any, dispatcher: Dispatcher, tools: Toolbox) -> None:
+    async def _drive(self, flow: Any, dispatcher: Dispatcher, tools: Toolbox | None = None) -> None:
         """Answer the loop's effects until it finishes."""
+        tools = tools if tools is not None else self.tools
         runner: ScriptRunner | None = None
         effect = next(flow)
         while True:

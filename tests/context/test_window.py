@@ -65,8 +65,10 @@ def test_harness_offloads_oldest_first_and_keeps_the_budget() -> None:
     )  # the task stays
     markers = [m for m in last if "moved to the store" in (m.content or "")]
     assert markers, "the harness offloaded nothing"
-    assert markers[0].id == "m3"  # the oldest tool result went first
-    assert "context_query('m3') brings it back" in (markers[0].content or "")
+    # the oldest call and its result went first, as one run with one marker
+    assert markers[0].id == "m2" and markers[0].role == "user"
+    assert (markers[0].content or "").startswith("[m2-m")
+    assert len(markers) == 1  # consecutive moves share a marker instead of piling up
     # nothing destroyed: every tool result is either in the window or in the store
     assert len(result.calls) == 15
 
@@ -94,8 +96,10 @@ def test_agent_offload_and_query_by_description() -> None:
     ]
     result, model = run(replies, policy, [read_page])
     window = model.requests[3].messages
-    assert [m.id for m in window if "moved to the store" in (m.content or "")] == ["m3", "m5"]
-    assert "tags: manual" in (window[2].content or "")
+    # each result leaves with its call: m2-m5 become one marker
+    assert [m.id for m in window][:3] == ["m1", "m2", "m6"]
+    assert (window[1].content or "").startswith("[m2-m5: 4 messages moved to the store")
+    assert "tags: manual" in (window[1].content or "")
     query = next(c for c in result.calls if c.name == "context_query")
     assert query.result[0]["id"] == "m5" and "valve 2" in query.result[0]["text"]
 
@@ -166,3 +170,13 @@ def test_offloaded_material_survives_in_a_file_store(tmp_path: Any) -> None:
     }
     (namespace,) = namespaces
     assert reopened.with_namespace(namespace).get("m3") is not None
+
+
+def test_the_runtime_experiment_measures_what_the_simulation_predicts() -> None:
+    from tooluse.context._experiment import ExperimentConfig, run_experiment
+
+    harness, agent = run_experiment(ExperimentConfig(turns=150, trials=1))
+    assert harness.needed == agent.needed > 20  # the same episode for both
+    assert harness.lost > 0 and harness.queries == 0  # truncation alone loses needed items
+    assert agent.lost < harness.lost and agent.queries > 0  # offload + query recovers them
+    assert harness.peak_fraction <= 0.92 + 0.05 and agent.peak_fraction <= 0.92 + 0.05

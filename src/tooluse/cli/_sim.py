@@ -63,3 +63,17 @@ def buffer(  # noqa: PLR0917 - typer maps parameters to options
         plot.parent.mkdir(parents=True, exist_ok=True)
         sim.plot(report, plot)
         out.print(f"[dim]figure written to {plot}[/]")
+
+
+@sim_app.command("runtime")
+def runtime(
+    budget: Annotated[int, typer.Option(help="Context budget B, in tokens.")] = 12_000,
+    turns: Annotated[int, typer.Option(help="Turns per episode.")] = 300,
+    trials: Annotated[int, typer.Option(help="Episodes per policy.")] = 5,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 20_260_726,
+) -> None:
+    """The buffer experiment through the real loop, window and store (harness vs agent)."""
+    from ..context._experiment import ExperimentConfig, render_results, run_experiment
+
+    config = ExperimentConfig(budget=budget, turns=turns, trials=trials, seed=seed)
+    print(render_results(run_experiment(config), trials))

@@ -94,8 +94,10 @@ class ContextWindow:
         self._count = count
         self._entries: list[_Entry] = []
         self._index: dict[str, _Entry] = {}
-        self.total = 0
+        self.live_tokens = 0
+        self.marker_tokens = 0
         self.last_tokens = 0
+        self._run_cache: list[tuple[int, int, str]] | None = []
         self.offloaded_by_harness = 0
         self.offloaded_by_agent = 0
         self.queries = 0
@@ -111,7 +113,7 @@ class ContextWindow:
         entry.tokens = self._tokens_of(entry)
         self._entries.append(entry)
         self._index[message.id] = entry
-        self.total += entry.tokens
+        self.live_tokens += entry.tokens
         self.last_tokens = entry.tokens
 
     def _prefix(self, message: Message) -> str:
@@ -119,11 +121,10 @@ class ContextWindow:
 
     def _tokens_of(self, entry: _Entry) -> int:
         message = entry.message
-        if entry.state == "folded":
-            return 0
-        text = entry.marker if entry.state != "live" else self._prefix(message) + entry.text
+        if entry.state == "summary":
+            return self._count(entry.marker) + _ROLE_OVERHEAD
         calls = "".join(c.name + c.arguments for c in message.tool_calls)
-        return self._count(text + calls) + _ROLE_OVERHEAD
+        return self._count(self._prefix(message) + entry.text + calls) + _ROLE_OVERHEAD
 
     def _store_large_result(self, message: Message, text: str) -> str:
         self.store.put(message.id, text, kind="tool_result", tags=[message.name or "tool"])
@@ -135,21 +136,67 @@ class ContextWindow:
             f"context_query('{message.id}') returns it ...]\n{tail}"
         )
 
+    def _runs(self) -> list[tuple[int, int, str]]:
+        """Runs of consecutive offloaded entries: (first, last, marker), cached."""
+        if self._run_cache is not None:
+            return self._run_cache
+        runs: list[tuple[int, int, str]] = []
+        start: int | None = None
+        for position, entry in enumerate([*self._entries, None]):
+            moved = entry is not None and entry.state == "offloaded"
+            if moved and start is None:
+                start = position
+            elif not moved and start is not None:
+                runs.append((start, position - 1, self._run_marker(start, position - 1)))
+                start = None
+        self._run_cache = runs
+        self.marker_tokens = sum(self._count(m) + _ROLE_OVERHEAD for _, _, m in runs)
+        return runs
+
+    def _run_marker(self, first: int, last: int) -> str:
+        entries = self._entries[first : last + 1]
+        moved = sum(e.tokens for e in entries)
+        tags = sorted({t for e in entries for t in e.covers})
+        tag_text = f"; tags: {', '.join(tags)}" if tags else ""
+        if first == last:
+            message = entries[0].message
+            what = f"{message.role} message" + (f" from {message.name}" if message.name else "")
+            return (
+                f"[{message.id}: {what} moved to the store ({moved:,} tokens{tag_text}); "
+                f"context_query('{message.id}') brings it back]"
+            )
+        span = f"{entries[0].message.id}-{entries[-1].message.id}"
+        return (
+            f"[{span}: {len(entries)} messages moved to the store ({moved:,} tokens{tag_text}); "
+            "context_query with an id or a description brings one back]"
+        )
+
+    @property
+    def total(self) -> int:
+        """Tokens of the window as the next request would carry it."""
+        self._runs()
+        return self.live_tokens + self.marker_tokens
+
     def messages(self) -> list[Message]:
         """The window as the next request carries it."""
+        runs = {first: (last, marker) for first, last, marker in self._runs()}
         out: list[Message] = []
-        for entry in self._entries:
+        position = 0
+        while position < len(self._entries):
+            if position in runs:
+                last, marker = runs[position]
+                out.append(Message("user", marker, id=self._entries[position].message.id))
+                position = last + 1
+                continue
+            entry = self._entries[position]
+            position += 1
             if entry.state == "folded":
                 continue
             message = entry.message
             if entry.state == "summary":
                 out.append(Message("user", entry.marker, id=message.id))
                 continue
-            content = entry.marker if entry.state == "offloaded" else entry.text
-            if message.role == "assistant" and not message.content and entry.state == "live":
-                shown: str | None = message.content
-            else:
-                shown = self._prefix(message) + content if content else content
+            shown = self._prefix(message) + entry.text if entry.text else message.content
             out.append(
                 Message(
                     message.role,
@@ -182,25 +229,30 @@ class ContextWindow:
 
     def _move(self, entry: _Entry, tags: Sequence[str], by: str) -> None:
         message = entry.message
-        full = entry.message.content or ""
-        if full:
-            self.store.put(message.id, full, kind=message.role, tags=[*tags, by])
-        before = entry.tokens
-        described = f"{message.role} message" + (f" from {message.name}" if message.name else "")
-        tag_text = f", tags: {', '.join(tags)}" if tags else ""
-        entry.marker = (
-            f"[{message.id}: {described} moved to the store ({before:,} tokens{tag_text}); "
-            f"context_query('{message.id}') brings it back]"
-        )
+        full = message.content or ""
+        calls = "".join(f"\n{c.name}({c.arguments})" for c in message.tool_calls)
+        if full or calls:
+            self.store.put(message.id, full + calls, kind=message.role, tags=[*tags, by])
+        entry.covers = tuple(tags)
         entry.state = "offloaded"
-        entry.tokens = self._tokens_of(entry)
-        self.total += entry.tokens - before
+        self.live_tokens -= entry.tokens
+        self._run_cache = None
+
+    def _move_groups(
+        self, chosen: list[tuple[int, _Entry]], tags: Sequence[str], by: str
+    ) -> list[str]:
+        moved = []
+        for _, entry in self._complete_groups(chosen):
+            if entry.state == "live":
+                self._move(entry, tags, by)
+                moved.append(entry.message.id)
+        return moved
 
     def enforce(self, fixed_tokens: int) -> list[str]:
         """Make room if the window would pass the trigger: offload oldest first.
 
         `fixed_tokens` is what every request carries besides the messages (tool
-        schemas). Returns the ids moved out.
+        schemas). A call and its results leave together. Returns the ids moved.
         """
         budget = self.policy.budget
         if self.total + fixed_tokens <= self.policy.trigger * budget:
@@ -210,9 +262,8 @@ class ContextWindow:
         for position, entry in enumerate(self._entries):
             if self.total + fixed_tokens <= goal:
                 break
-            if self._movable(entry, position) is None and entry.tokens > 2 * _ROLE_OVERHEAD + 30:
-                self._move(entry, (), "harness")
-                moved.append(entry.message.id)
+            if self._movable(entry, position) is None:
+                moved += self._move_groups([(position, entry)], (), "harness")
         self.offloaded_by_harness += len(moved)
         return moved
 
@@ -241,40 +292,38 @@ class ContextWindow:
         A call and its result leave the window together, or the conversation
         would no longer be valid on the wire.
         """
-        picked = {position for position, _ in chosen}
-        call_owner: dict[str, int] = {}
+        owner: dict[str, int] = {}
         for position, entry in enumerate(self._entries):
             for call in entry.message.tool_calls:
-                call_owner[call.id] = position
-        changed = True
-        while changed:
-            changed = False
-            for position, entry in enumerate(self._entries):
-                if position in picked or entry.state == "folded":
-                    continue
-                message = entry.message
-                owner = call_owner.get(message.tool_call_id or "")
-                answers_picked = message.role == "tool" and owner in picked
-                calls_picked = any(
-                    p in picked
-                    for p, e in enumerate(self._entries)
-                    if e.message.role == "tool"
-                    and call_owner.get(e.message.tool_call_id or "") == position
-                )
-                wanted = answers_picked or (message.tool_calls and calls_picked)
-                if wanted and self._movable(entry, position) is None:
-                    picked.add(position)
-                    changed = True
+                owner[call.id] = position
+        results: dict[int, list[int]] = {}
+        for position, entry in enumerate(self._entries):
+            caller = owner.get(entry.message.tool_call_id or "")
+            if entry.message.role == "tool" and caller is not None:
+                results.setdefault(caller, []).append(position)
+        picked = {position for position, _ in chosen}
+        todo = list(picked)
+        while todo:
+            position = todo.pop()
+            message = self._entries[position].message
+            caller = owner.get(message.tool_call_id or "") if message.role == "tool" else None
+            related = [*results.get(position, []), *([caller] if caller is not None else [])]
+            for other in related:
+                entry = self._entries[other]
+                free = other not in picked and entry.state != "folded"
+                if free and self._movable(entry, other) is None:
+                    picked.add(other)
+                    todo.append(other)
         return [(p, self._entries[p]) for p in sorted(picked)]
 
     def offload(self, span_ids: Sequence[str], tags: Sequence[str] = ()) -> str:
-        chosen = self._resolve(span_ids)
         before = self.total
-        for _, entry in chosen:
-            self._move(entry, tags, "agent")
-        self.offloaded_by_agent += len(chosen)
-        ids = ", ".join(e.message.id for _, e in chosen)
-        return f"moved {ids} to the store; the window is {before - self.total:,} tokens smaller"
+        moved = self._move_groups(self._resolve(span_ids), tags, "agent")
+        self.offloaded_by_agent += len(moved)
+        return (
+            f"moved {', '.join(moved)} to the store; the window is "
+            f"{before - self.total:,} tokens smaller"
+        )
 
     def compress(self, span_ids: Sequence[str], summary: str) -> str:
         if not summary.strip():
@@ -289,22 +338,17 @@ class ContextWindow:
         before = self.total
         for _, entry in chosen:
             self._move(entry, ("compressed",), "agent")
-        first = chosen[0][1]
-        for _, entry in chosen[1:]:
-            self.total -= entry.tokens
-            entry.tokens = 0
             entry.state = "folded"
+        first = chosen[0][1]
         covered = [e.message.id for _, e in chosen]
-        first.covers = tuple(covered)
-        first.state = "summary"
         span = covered[0] if len(covered) == 1 else f"{covered[0]}-{covered[-1]}"
+        first.state = "summary"
         first.marker = (
             f"[summary of {span}; the originals are in the store, context_query brings them "
             f"back] {summary.strip()}"
         )
-        self.total -= first.tokens
         first.tokens = self._tokens_of(first)
-        self.total += first.tokens
+        self.live_tokens += first.tokens
         self.offloaded_by_agent += len(chosen)
         return f"compressed {span}; the window is {before - self.total:,} tokens smaller"
 
