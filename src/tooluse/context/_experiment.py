@@ -36,21 +36,6 @@ _FILLER = [
     "calibrated", "yesterday", "valve", "cycle", "count", "logged", "ambient", "temperature",
     "stable", "backlog",
 ]  # fmt: skip
-    ),
-    *(
-        [
-            "yesterday",
-            "valve",
-            "cycle",
-            "count",
-            "logged",
-            "ambient",
-            "temperature",
-            "stable",
-            "backlog",
-        ]
-    ),
-]
 
 
 @dataclass(frozen=True, slots=True)
