@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tooluse.context
+import tooluse.context._store
 from tooluse._exceptions import UsageError
 from tooluse.context import ContextStore, ItemIdConflictError, NewItem, fts_query
 
@@ -81,6 +82,7 @@ def test_public_names_are_exported() -> None:
         "NewItem",
         "Page",
         "StoredItem",
+        "Synchronous",
         "fts_query",
     }
     for name in tooluse.context.__all__:
@@ -158,6 +160,8 @@ def test_bad_input_is_a_usage_error(store: ContextStore) -> None:
     with pytest.raises(UsageError):
         store.put("x", "text", kind="observation", tags=[1])  # type: ignore[list-item]
     with pytest.raises(UsageError):
+        store.put("x", "text", kind="observation", tags=[["unhashable"]])  # type: ignore[list-item]
+    with pytest.raises(UsageError):
         store.query("x", top_k=-1)
     with pytest.raises(UsageError):
         ContextStore(namespace="")
@@ -166,9 +170,11 @@ def test_bad_input_is_a_usage_error(store: ContextStore) -> None:
     assert store.count() == 0
 
 
-def test_a_bare_string_is_one_tag(store: ContextStore) -> None:
+def test_a_bare_string_is_one_tag_and_none_is_no_tags(store: ContextStore) -> None:
     item = store.put("x", "text", kind="observation", tags="src/app.py")
     assert item.tags == ("src/app.py",)
+    assert store.put("y", "other", kind="observation", tags=None).tags == ()  # type: ignore[arg-type]
+    assert store.put("z", "third", kind="o", tags=["a", "b", "a"]).tags == ("a", "b")
 
 
 def test_closed_store_refuses_calls(db_path: Path) -> None:
@@ -207,6 +213,18 @@ def test_merged_tags_are_searchable_and_filterable(store: ContextStore) -> None:
     assert [h.item_id for h in store.query("lexer")] == ["a"]
     assert [h.item_id for h in store.query("line", tags=["src/lexer.py"])] == ["a"]
     assert [h.item_id for h in store.query("line", tags=["parser"])] == ["a"]
+
+
+def test_texts_whose_digests_collide_are_still_told_apart(
+    store: ContextStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tooluse.context._store, "_digest", lambda text: 42)
+    store.put("a", "first text", kind="o")
+    store.put_many([NewItem("b", "second text", "o"), NewItem("c", "first text", "o")])
+    assert store.put("d", "second text", kind="o").item_id == "b"
+    assert store.count() == 2
+    assert store.get("c") == store.get("a")
+    assert [h.item_id for h in store.query("second")] == ["b"]
 
 
 def test_putting_the_same_id_and_text_again_is_a_no_op(store: ContextStore) -> None:

@@ -18,6 +18,7 @@ from tooluse.context._store import (
     NewItem,
     Page,
     StoredItem,
+    Synchronous,
     fts_query,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "NewItem",
     "Page",
     "StoredItem",
+    "Synchronous",
     "fts_query",
 ]
 
