@@ -3,9 +3,11 @@
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry, Script
 from ._code import CodeConvention, extract_script
 from ._json import JsonConvention
+from ._text import CallSyntaxError, TextConvention, parse_python_calls
 
 __all__ = [
     "Answer",
+    "CallSyntaxError",
     "Calls",
     "CodeConvention",
     "Convention",
@@ -14,8 +16,10 @@ __all__ = [
     "Prepared",
     "Retry",
     "Script",
+    "TextConvention",
     "extract_script",
     "get_convention",
+    "parse_python_calls",
 ]
 
 
@@ -23,7 +27,11 @@ def get_convention(name: str | Convention) -> Convention:
     """The convention called `name` (``json``), or `name` itself if it is one."""
     if isinstance(name, Convention):
         return name
-    conventions: dict[str, type[Convention]] = {"json": JsonConvention, "code": CodeConvention}
+    conventions: dict[str, type[Convention]] = {
+        "json": JsonConvention,
+        "code": CodeConvention,
+        "text": TextConvention,
+    }
     try:
         return conventions[name]()
     except KeyError:
