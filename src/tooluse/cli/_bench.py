@@ -1,0 +1,247 @@
+"""``tooluse bench …``: run evaluation suites and write results, a summary and plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from .. import UsageError
+
+__all__ = ["bench_app"]
+
+bench_app = typer.Typer(
+    help="Measure a model on evaluation suites, JSON and code conventions side by side.",
+    no_args_is_help=True,
+)
+
+err = Console(stderr=True)
+
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        help="oracle (answers with the ground truth), scripted:FILE.jsonl, or openai:MODEL.",
+    ),
+]
+ConventionsOption = Annotated[
+    str, typer.Option("--conventions", help="Comma-separated: json, code.")
+]
+OutOption = Annotated[
+    Path, typer.Option("--out", help="Directory for results.jsonl, summary.md and plots.")
+]
+CategoriesOption = Annotated[
+    str | None, typer.Option("--categories", help="Comma-separated categories (default: all).")
+]
+LimitOption = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Run only the first N entries per category.")
+]
+WorkersOption = Annotated[
+    int, typer.Option("--workers", min=1, help="Processes running entries at once.")
+]
+WidthsOption = Annotated[
+    str | None, typer.Option("--widths", help="Comma-separated widths N (default: the suite's).")
+]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed for generated data and subsets.")]
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", help="Base URL of an OpenAI-compatible server.")
+]
+RetryOption = Annotated[
+    bool, typer.Option("--retry-errors", help="Run again the entries whose row is an error.")
+]
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def _widths(text: str | None) -> tuple[int, ...]:
+    try:
+        widths = tuple(int(part) for part in _split(text))
+    except ValueError:
+        raise UsageError(f"--widths takes comma-separated integers, got {text!r}") from None
+    if any(w < 1 for w in widths):
+        raise UsageError("--widths must be positive")
+    return widths
+
+
+def _bench(
+    suite: str,
+    *,
+    model: str,
+    conventions: str,
+    out: Path,
+    categories: str | None,
+    limit: int | None,
+    workers: int,
+    widths: str | None,
+    seed: int,
+    base_url: str | None,
+    retry_errors: bool,
+) -> None:
+    from ..eval import Bench, BenchConfig, SuiteOptions, read_rows, write_plots, write_summary
+    from ..eval._report import cost_fits
+
+    config = BenchConfig(
+        suite=suite,
+        out=out,
+        model=model,
+        conventions=_split(conventions),
+        options=SuiteOptions(
+            categories=_split(categories), limit=limit, widths=_widths(widths), seed=seed
+        ),
+        workers=workers,
+        base_url=base_url,
+        retry_errors=retry_errors,
+    )
+    bench = Bench(config)
+    passed = 0
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[passed]} passed"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task(suite, total=None, passed=0)
+
+        def started(pending: int, total: int) -> None:
+            if pending < total:
+                err.print(
+                    f"[dim]{total - pending} of {total} already in {bench.results}; skipped[/]"
+                )
+            progress.update(bar, total=pending)
+
+        def finished(row: dict[str, object]) -> None:
+            nonlocal passed
+            passed += bool(row.get("correct"))
+            progress.update(bar, advance=1, passed=passed)
+
+        bench.run(on_start=started, on_row=finished)
+
+    rows = read_rows(bench.results)
+    plots = write_plots(out, rows)
+    summary = write_summary(out, rows, plots)
+    mine = [r for r in rows if r["model"] == model and r["suite"] in (suite, "fanout")]
+    for convention in config.conventions:
+        group = [r for r in mine if r["convention"] == convention]
+        if group:
+            right = sum(1 for r in group if r["correct"])
+            err.print(f"{convention}: {right}/{len(group)} passed")
+    if suite == "costmodel":
+        for fit in cost_fits(rows):
+            if fit.measure == "input_tokens" and fit.crossover.n_star is not None:
+                se = fit.crossover.n_star_se or 0.0
+                err.print(f"N* (fanout/{fit.variant}) = {fit.crossover.n_star:.1f} ± {se:.1f}")
+    err.print(f"wrote {bench.results}, {summary}" + (f" and {len(plots)} plots" if plots else ""))
+
+
+@bench_app.command("bfcl")
+def bfcl(  # noqa: PLR0917 - typer maps parameters to options
+    out: OutOption,
+    model: ModelOption = "oracle",
+    conventions: ConventionsOption = "json,code",
+    categories: Annotated[
+        str | None,
+        typer.Option(
+            "--categories",
+            help="BFCL categories, or all, single_turn, multi_turn, paper (the seeded "
+            "309-entry subset).",
+        ),
+    ] = None,
+    limit: LimitOption = None,
+    workers: WorkersOption = 1,
+    seed: SeedOption = 0,
+    base_url: BaseUrlOption = None,
+    retry_errors: RetryOption = False,
+) -> None:
+    """BFCL: single-turn categories scored by AST, multi-turn against BFCL's backends."""
+    _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
+           limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
+           retry_errors=retry_errors)  # fmt: skip
+
+
+@bench_app.command("fanout")
+def fanout(  # noqa: PLR0917
+    out: OutOption,
+    model: ModelOption = "oracle",
+    conventions: ConventionsOption = "json,code",
+    categories: CategoriesOption = None,
+    widths: WidthsOption = None,
+    limit: LimitOption = None,
+    workers: WorkersOption = 1,
+    seed: SeedOption = 0,
+    base_url: BaseUrlOption = None,
+    retry_errors: RetryOption = False,
+) -> None:
+    """Fan-out enumeration: N independent calls (variants: discovered, listed)."""
+    _bench("fanout", model=model, conventions=conventions, out=out, categories=categories,
+           limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
+           retry_errors=retry_errors)  # fmt: skip
+
+
+@bench_app.command("chain")
+def chain(  # noqa: PLR0917
+    out: OutOption,
+    model: ModelOption = "oracle",
+    conventions: ConventionsOption = "json,code",
+    widths: Annotated[
+        str | None, typer.Option("--widths", help="Comma-separated chain lengths.")
+    ] = None,
+    limit: LimitOption = None,
+    workers: WorkersOption = 1,
+    seed: SeedOption = 0,
+    base_url: BaseUrlOption = None,
+    retry_errors: RetryOption = False,
+) -> None:
+    """Chains: each call's argument comes from the previous call's result."""
+    _bench("chain", model=model, conventions=conventions, out=out, categories=None,
+           limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
+           retry_errors=retry_errors)  # fmt: skip
+
+
+@bench_app.command("rot")
+def rot(  # noqa: PLR0917
+    out: OutOption,
+    model: ModelOption = "oracle",
+    conventions: ConventionsOption = "json,code",
+    categories: Annotated[
+        str | None, typer.Option("--categories", help="Levels: clean, noisy, flooded.")
+    ] = None,
+    widths: Annotated[
+        str | None,
+        typer.Option("--widths", help="Fan-out widths and chain lengths of the wrapped tasks."),
+    ] = None,
+    limit: LimitOption = None,
+    workers: WorkersOption = 1,
+    seed: SeedOption = 0,
+    base_url: BaseUrlOption = None,
+    retry_errors: RetryOption = False,
+) -> None:
+    """Context rot: fan-out and chain tasks amid irrelevant material and decoy tools."""
+    _bench("rot", model=model, conventions=conventions, out=out, categories=categories,
+           limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
+           retry_errors=retry_errors)  # fmt: skip
+
+
+@bench_app.command("costmodel")
+def costmodel(  # noqa: PLR0917
+    out: OutOption,
+    model: ModelOption = "oracle",
+    conventions: ConventionsOption = "json,code",
+    categories: CategoriesOption = None,
+    widths: WidthsOption = None,
+    workers: WorkersOption = 1,
+    seed: SeedOption = 0,
+    base_url: BaseUrlOption = None,
+    retry_errors: RetryOption = False,
+) -> None:
+    """Token cost model: fit tokens against N per convention, report N* beside the paper's."""
+    _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
+           limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
+           retry_errors=retry_errors)  # fmt: skip

@@ -1,0 +1,458 @@
+"""Reports over results rows: aggregate tables, the cost-model fit, ``summary.md`` and plots."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._costmodel import PAPER, Crossover, crossover, fit_line, paper_crossover
+from ._runner import Row
+
+__all__ = [
+    "Aggregate",
+    "aggregate",
+    "cost_fits",
+    "render_summary",
+    "token_source_note",
+    "write_plots",
+    "write_summary",
+]
+
+_COLORS = {"json": "#c44e52", "code": "#4c72b0"}
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """Figures over a group of rows; each mean states how many rows it covers."""
+
+    entries: int
+    correct: int
+    precision: tuple[float | None, int]
+    recall: tuple[float | None, int]
+    argument_accuracy: tuple[float | None, int]
+    rounds: float
+    calls: float
+    input_tokens: float
+    output_tokens: float
+    wall_s: float
+    statuses: Counter[str]
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.entries if self.entries else math.nan
+
+
+def _mean_of(rows: Sequence[Row], key: str) -> tuple[float | None, int]:
+    values = [float(r[key]) for r in rows if r.get(key) is not None]
+    return (sum(values) / len(values) if values else None), len(values)
+
+
+def _mean(rows: Sequence[Row], key: str) -> float:
+    return sum(float(r.get(key) or 0) for r in rows) / len(rows) if rows else math.nan
+
+
+def aggregate(rows: Sequence[Row]) -> Aggregate:
+    return Aggregate(
+        entries=len(rows),
+        correct=sum(1 for r in rows if r.get("correct")),
+        precision=_mean_of(rows, "precision"),
+        recall=_mean_of(rows, "recall"),
+        argument_accuracy=_mean_of(rows, "argument_accuracy"),
+        rounds=_mean(rows, "rounds"),
+        calls=_mean(rows, "calls"),
+        input_tokens=_mean(rows, "input_tokens"),
+        output_tokens=_mean(rows, "output_tokens"),
+        wall_s=_mean(rows, "wall_s"),
+        statuses=Counter(str(r.get("status")) for r in rows),
+    )
+
+
+def token_source_note(rows: Iterable[Row]) -> str:
+    """Where the token counts come from, in words, with row counts."""
+    sources = Counter(str(r.get("token_source", "none")) for r in rows)
+    words = {
+        "provider": "reported by the model provider",
+        "o200k": "counted offline with the o200k_base tokenizer",
+        "none": "not counted",
+    }
+    parts = [f"{words.get(s, s)} ({n} rows)" for s, n in sorted(sources.items())]
+    return "Token counts: " + "; ".join(parts) + "."
+
+
+# --- tables -------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
+
+
+def _ratio(pair: tuple[float | None, int]) -> str:
+    value, n = pair
+    return "–" if value is None else f"{100 * value:.1f}% ({n})"
+
+
+def _num(value: float, digits: int = 1) -> str:
+    return "–" if math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def _statuses(counter: Counter[str]) -> str:
+    return ", ".join(f"{s} {n}" for s, n in counter.most_common())
+
+
+_HEADER = (
+    "| {group} | conv | N | accuracy | precision (n) | recall (n) | arguments (n) "
+    "| rounds | calls | input tok | output tok | wall s | statuses |\n"
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+)
+
+
+def _table(rows: Sequence[Row], group: str, key: Callable[[Row], Any]) -> list[str]:
+    lines = [_HEADER.format(group=group)]
+    groups: dict[Any, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[(key(row), row["convention"])].append(row)
+    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), k[1] != "json", k[1]))
+    for name, convention in ordered:
+        lines.append(_line(str(name), convention, aggregate(groups[(name, convention)])))
+    for convention in sorted({r["convention"] for r in rows}, key=lambda c: c != "json"):
+        subset = [r for r in rows if r["convention"] == convention]
+        lines.append(_line("**all**", convention, aggregate(subset)))
+    return lines
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, int | float) else (1, str(value))
+
+
+def _line(name: str, convention: str, a: Aggregate) -> str:
+    return (
+        f"| {name} | {convention} | {a.entries} | {_pct(a.accuracy)} | {_ratio(a.precision)} "
+        f"| {_ratio(a.recall)} | {_ratio(a.argument_accuracy)} | {_num(a.rounds)} "
+        f"| {_num(a.calls)} | {_num(a.input_tokens, 0)} | {_num(a.output_tokens, 0)} "
+        f"| {_num(a.wall_s, 3)} | {_statuses(a.statuses)} |"
+    )
+
+
+# --- the cost model -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CostFit:
+    variant: str
+    measure: str
+    crossover: Crossover
+    widths: tuple[int, ...]
+
+
+def cost_fits(rows: Sequence[Row]) -> list[CostFit]:
+    """Per fan-out variant, line fits of tokens against N for both conventions."""
+    fits = []
+    fanout = [r for r in rows if r["suite"] == "fanout" and r.get("width")]
+    for variant in sorted({r["category"] for r in fanout}):
+        for measure in ("input_tokens", "peak_input_tokens"):
+            lines = {}
+            for convention in ("json", "code"):
+                points = [
+                    (float(r["width"]), float(r[measure]))
+                    for r in fanout
+                    if r["category"] == variant and r["convention"] == convention
+                ]
+                if len({x for x, _ in points}) >= 2:
+                    lines[convention] = fit_line([x for x, _ in points], [y for _, y in points])
+            if len(lines) == 2:
+                widths = tuple(
+                    sorted({int(r["width"]) for r in fanout if r["category"] == variant})
+                )
+                fits.append(
+                    CostFit(variant, measure, crossover(lines["json"], lines["code"]), widths)
+                )
+    return fits
+
+
+def _crossing(c: Crossover) -> str:
+    if c.n_star is None:
+        return "never (equal slopes)"
+    se = f" ± {c.n_star_se:.1f}" if c.n_star_se else ""
+    note = " (code cheaper at every N)" if c.code_always_cheaper else ""
+    return f"{c.n_star:.1f}{se}{note}"
+
+
+def _cost_section(rows: Sequence[Row]) -> list[str]:
+    fits = cost_fits(rows)
+    paper = paper_crossover()
+    lines = [
+        "## Token cost model (equations 229.1–229.3)",
+        "",
+        "Least-squares lines of tokens against fan-out width N. JSON: intercept S, slope "
+        "c_a + c_r + c_o; code: intercept P + ℓ₀, slope γ. `input tokens` sums every "
+        "request of a run (what a provider bills); `largest request` is the biggest single "
+        "request (the context the model finally sees). ± is one standard error.",
+        "",
+        "| source | measure | widths | S (json) | c_a+c_r+c_o | P+ℓ₀ (code) | γ | N* |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+        f"| paper (seed text, 2 points) | input tokens | {int(PAPER.widths[0])}, "
+        f"{int(PAPER.widths[1])} | {paper.json.intercept:,.0f} | {paper.json.slope:.1f} "
+        f"| {paper.code.intercept:,.0f} | {paper.code.slope:.1f} | {_crossing(paper)} |",
+    ]
+    for fit in fits:
+        c = fit.crossover
+        measure = "input tokens" if fit.measure == "input_tokens" else "largest request"
+        lines.append(
+            f"| ours: fanout/{fit.variant} | {measure} | {_widths(fit.widths)} "
+            f"| {c.json.intercept:,.0f} ± {c.json.intercept_se:,.0f} "
+            f"| {c.json.slope:.1f} ± {c.json.slope_se:.1f} "
+            f"| {c.code.intercept:,.0f} ± {c.code.intercept_se:,.0f} "
+            f"| {c.code.slope:.1f} ± {c.code.slope_se:.1f} | {_crossing(c)} |"
+        )
+    if fits:
+        lines += ["", "Fit quality (R², RMSE in tokens):", ""]
+        for fit in fits:
+            c = fit.crossover
+            lines.append(
+                f"- fanout/{fit.variant}, {fit.measure}: json R² {c.json.r2:.5f}, RMSE "
+                f"{c.json.rmse:.1f}; code R² {c.code.r2:.5f}, RMSE {c.code.rmse:.1f}"
+            )
+    return lines
+
+
+def _widths(widths: Sequence[int]) -> str:
+    return (
+        f"{widths[0]}–{widths[-1]} ({len(widths)})"
+        if len(widths) > 2
+        else ", ".join(map(str, widths))
+    )
+
+
+# --- summary ------------------------------------------------------------------------
+
+
+def _width_table(rows: Sequence[Row], title: str) -> list[str]:
+    lines = [f"### {title}", "", "| category | N | " + " | ".join(_conventions(rows)) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(_conventions(rows)))
+    cells: dict[tuple[str, int], dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if row.get("width") is not None:
+            cells[(row["category"], int(row["width"]))][row["convention"]].append(row)
+    for category, width in sorted(cells):
+        by_convention = cells[(category, width)]
+        values = []
+        for convention in _conventions(rows):
+            group = by_convention.get(convention, [])
+            values.append(f"{sum(1 for r in group if r['correct'])}/{len(group)}" if group else "–")
+        lines.append(f"| {category} | {width} | " + " | ".join(values) + " |")
+    return lines
+
+
+def _conventions(rows: Sequence[Row]) -> list[str]:
+    return sorted({r["convention"] for r in rows}, key=lambda c: c != "json")
+
+
+def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
+    failed = [r for r in rows if not r.get("correct")]
+    if not failed:
+        return []
+    lines = [f"### Entries not passed ({len(failed)})", ""]
+    for row in failed[:limit]:
+        why = row.get("error") or row.get("detail") or ""
+        why = " ".join(str(why).split())[:200]
+        lines.append(f"- `{row['entry_id']}` ({row['convention']}, {row['status']}): {why}")
+    if len(failed) > limit:
+        lines.append(f"- … and {len(failed) - limit} more (see results.jsonl)")
+    return lines
+
+
+def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
+    """``summary.md``: per suite, tables by category and convention, then the cost model."""
+    models = sorted({str(r["model"]) for r in rows})
+    lines = [
+        "# Benchmark summary",
+        "",
+        f"Model: {', '.join(models) or '–'}. Rows: {len(rows)}. {token_source_note(rows)}",
+        "",
+        "Accuracy is the share of entries passed. Precision and recall compare the tools "
+        "called with the tools needed; arguments is the share of argument fields right over "
+        "the calls paired with a needed call; (n) is how many entries each mean covers. "
+        "Rounds, calls, tokens and wall time are means per entry.",
+    ]
+    for suite in sorted({r["suite"] for r in rows}):
+        subset = [r for r in rows if r["suite"] == suite]
+        lines += ["", f"## {suite}", "", token_source_note(subset), ""]
+        lines += _table(subset, "category", lambda r: r["category"])
+        if suite in ("fanout", "chain", "rot") and any(r.get("width") for r in subset):
+            title = (
+                "Accuracy by width (passed/run)" if suite != "chain" else "Accuracy by chain length"
+            )
+            lines += ["", *_width_table(subset, title)]
+        lines += ["", *_failures(subset)]
+    if any(r["suite"] == "fanout" for r in rows):
+        lines += ["", *_cost_section(rows)]
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_summary(out: Path, rows: Sequence[Row], plots: Sequence[str] = ()) -> Path:
+    path = out / "summary.md"
+    path.write_text(render_summary(rows, plots), encoding="utf-8")
+    return path
+
+
+# --- plots --------------------------------------------------------------------------
+
+
+def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
+    """PNG plots for what the rows hold; returns their file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[str] = []
+    fanout = [r for r in rows if r["suite"] == "fanout" and r.get("width")]
+    if fanout:
+        fits = {f.variant: f.crossover for f in cost_fits(rows) if f.measure == "input_tokens"}
+        variants = sorted({r["category"] for r in fanout})
+        fig, axes = plt.subplots(
+            1, len(variants), figsize=(5.5 * len(variants), 4.2), squeeze=False
+        )
+        for ax, variant in zip(axes[0], variants, strict=True):
+            _tokens_axes(ax, [r for r in fanout if r["category"] == variant], fits.get(variant))
+            ax.set_title(f"fan-out ({variant}): input tokens against N")
+        fig.tight_layout()
+        fig.savefig(out / "tokens_vs_n.png", dpi=110)
+        plt.close(fig)
+        written.append("tokens_vs_n.png")
+    widths = [r for r in rows if r["suite"] in ("fanout", "chain") and r.get("width")]
+    if widths:
+        suites = sorted({r["suite"] for r in widths})
+        fig, axes = plt.subplots(1, len(suites), figsize=(5.5 * len(suites), 4.2), squeeze=False)
+        for ax, suite in zip(axes[0], suites, strict=True):
+            _accuracy_axes(ax, [r for r in widths if r["suite"] == suite])
+            ax.set_xlabel("fan-out width N" if suite == "fanout" else "chain length")
+            ax.set_title(f"{suite}: accuracy against width")
+        fig.tight_layout()
+        fig.savefig(out / "accuracy_vs_width.png", dpi=110)
+        plt.close(fig)
+        written.append("accuracy_vs_width.png")
+    if rows:
+        _category_plot(plt, out / "accuracy_by_category.png", rows)
+        written.append("accuracy_by_category.png")
+    return written
+
+
+def _tokens_axes(ax: Any, rows: Sequence[Row], fit: Crossover | None) -> None:
+    top = max(int(r["width"]) for r in rows)
+    for convention in ("json", "code"):
+        points = sorted(
+            (int(r["width"]), int(r["input_tokens"])) for r in rows if r["convention"] == convention
+        )
+        if not points:
+            continue
+        ax.scatter(
+            *zip(*points, strict=True),
+            s=18,
+            color=_COLORS[convention],
+            label=f"{convention} (measured)",
+        )
+        if fit is not None:
+            line = fit.json if convention == "json" else fit.code
+            ax.plot([0, top], [line.at(0), line.at(top)], color=_COLORS[convention], lw=1.5)
+    if fit is not None and fit.n_star is not None and 0 < fit.n_star < top:
+        ax.axvline(fit.n_star, color="0.4", ls=":", lw=1.2)
+        ax.annotate(
+            f"N* ≈ {fit.n_star:.1f}",
+            xy=(fit.n_star, 0),
+            xytext=(4, 8),
+            textcoords="offset points",
+            color="0.3",
+        )
+    paper = paper_crossover()
+    ax.plot(
+        [0, top],
+        [paper.json.at(0), paper.json.at(top)],
+        color=_COLORS["json"],
+        ls="--",
+        lw=0.8,
+        alpha=0.5,
+        label="json (paper)",
+    )
+    ax.plot(
+        [0, top],
+        [paper.code.at(0), paper.code.at(top)],
+        color=_COLORS["code"],
+        ls="--",
+        lw=0.8,
+        alpha=0.5,
+        label="code (paper)",
+    )
+    ax.set_xlabel("fan-out width N (tool calls)")
+    ax.set_ylabel("input tokens per entry")
+    ax.set_xlim(0, top * 1.02)
+    ax.set_ylim(bottom=0)
+    ax.legend(frameon=False, fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
+    for convention in ("json", "code"):
+        for category in sorted({r["category"] for r in rows}):
+            group: dict[int, list[bool]] = defaultdict(list)
+            for r in rows:
+                if r["convention"] == convention and r["category"] == category:
+                    group[int(r["width"])].append(bool(r["correct"]))
+            if not group:
+                continue
+            xs = sorted(group)
+            ys = [100 * sum(group[x]) / len(group[x]) for x in xs]
+            style = "o-" if convention == "json" else "s--"
+            label = (
+                convention
+                if len({r["category"] for r in rows}) == 1
+                else f"{convention} ({category})"
+            )
+            ax.plot(xs, ys, style, color=_COLORS[convention], label=label, lw=1.5, ms=4)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(-5, 108)
+    ax.legend(frameon=False, fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _category_plot(plt: Any, path: Path, rows: Sequence[Row]) -> None:
+    keys = sorted({(r["suite"], r["category"]) for r in rows})
+    conventions = _conventions(rows)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(keys) * len(conventions) + 2), 4.5))
+    width = 0.8 / max(len(conventions), 1)
+    for i, convention in enumerate(conventions):
+        values = []
+        for suite, category in keys:
+            group = [
+                r
+                for r in rows
+                if (r["suite"], r["category"], r["convention"]) == (suite, category, convention)
+            ]
+            values.append(
+                100 * sum(1 for r in group if r["correct"]) / len(group) if group else 0.0
+            )
+        positions = [k + (i - (len(conventions) - 1) / 2) * width for k in range(len(keys))]
+        ax.bar(
+            positions, values, width=width, color=_COLORS.get(convention, "0.5"), label=convention
+        )
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(
+        [f"{c}" if s == "bfcl" else f"{s}/{c}" for s, c in keys],
+        rotation=60,
+        ha="right",
+        fontsize=8,
+    )
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 118)
+    ax.set_title("accuracy per category and convention")
+    ax.legend(frameon=False, ncol=len(conventions), loc="upper center")
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,318 @@
+"""Running a suite: every task in every convention, one results row each, resumable.
+
+Rows are appended to ``results.jsonl`` as they finish, so an interrupted run
+loses nothing; a rerun reads the file and skips the (suite, entry, convention,
+model) rows it already has. Whatever goes wrong with one entry (its data, the
+model, the scorer) is written into that entry's row and the run goes on.
+
+With more than one worker the tasks run in a local process pool; each worker
+rebuilds the suite from the same options and keeps its own sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import RunResult, UsageError
+from ..models import Model, resolve_model
+from ..sandbox import Sandbox
+from ._driver import run_setup
+from ._oracle import oracle_for
+from ._suites import SuiteOptions, build_tasks
+from ._task import BenchDataError, Setup, Task
+
+__all__ = ["ORACLE", "Bench", "BenchConfig", "Row", "read_rows", "row_key"]
+
+ORACLE = "oracle"
+RESULTS = "results.jsonl"
+CONVENTIONS = ("json", "code")
+
+Row = dict[str, Any]
+_STATUS_ORDER = ("error", "max_rounds", "cycle", "truncated", "completed")
+
+
+def row_key(row: Row) -> tuple[str, str, str, str]:
+    return (str(row["suite"]), str(row["entry_id"]), str(row["convention"]), str(row["model"]))
+
+
+def read_rows(path: Path) -> list[Row]:
+    """The rows of a results file, the last one winning for each key; bad lines are skipped."""
+    if not path.is_file():
+        return []
+    rows: dict[tuple[str, str, str, str], Row] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            key = row_key(row)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+        rows.pop(key, None)
+        rows[key] = row
+    return list(rows.values())
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    """One bench invocation. `model` is a spec (``oracle``, ``openai:…``, ``scripted:…``)."""
+
+    suite: str
+    out: Path
+    model: str = ORACLE
+    conventions: tuple[str, ...] = CONVENTIONS
+    options: SuiteOptions = field(default_factory=SuiteOptions)
+    workers: int = 1
+    base_url: str | None = None
+    retry_errors: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [c for c in self.conventions if c not in CONVENTIONS]
+        if unknown or not self.conventions:
+            raise UsageError(
+                f"unknown conventions {', '.join(unknown) or '(none)'}; use json, code or json,code"
+            )
+        if self.workers < 1:
+            raise UsageError("--workers must be at least 1")
+
+
+# --- one entry ------------------------------------------------------------------------
+
+
+class _Context:
+    """What a process needs to run entries: the shared model and a sandbox."""
+
+    def __init__(self, config: BenchConfig) -> None:
+        self.config = config
+        self._model: Model | None = None
+        self._sandbox: Sandbox | None = None
+
+    def model_for(self, task: Task, setup: Setup, convention: str) -> Model:
+        if self.config.model == ORACLE:
+            return oracle_for(task, convention, setup)
+        if self._model is None:
+            self._model = resolve_model(self.config.model, base_url=self.config.base_url)
+        return self._model
+
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = Sandbox()
+        return self._sandbox
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+def _base_row(task: Task, convention: str, model: str) -> Row:
+    return {
+        "suite": task.suite,
+        "entry_id": task.id,
+        "category": task.category,
+        "width": task.width,
+        "convention": convention,
+        "model": model,
+        "correct": False,
+        "status": "error",
+        "error": None,
+        "detail": None,
+        "precision": None,
+        "recall": None,
+        "argument_accuracy": None,
+        "expected_calls": 0,
+        "calls": 0,
+        "rejected": 0,
+        "rounds": 0,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "peak_input_tokens": 0,
+        "token_source": "none",
+        "wall_s": 0.0,
+        "answer": None,
+    }
+
+
+def _worst_status(runs: Sequence[RunResult]) -> str:
+    statuses = {run.status for run in runs}
+    return next((s for s in _STATUS_ORDER if s in statuses), "error")
+
+
+def _usage(row: Row, runs: Sequence[RunResult]) -> None:
+    rounds = [u for run in runs for u in run.usage.rounds]
+    row["input_tokens"] = sum(u.input_tokens for u in rounds)
+    row["output_tokens"] = sum(u.output_tokens for u in rounds)
+    row["peak_input_tokens"] = max((u.input_tokens for u in rounds), default=0)
+    sources = sorted({u.source for u in rounds})
+    row["token_source"] = sources[0] if len(sources) == 1 else ("+".join(sources) or "none")
+
+
+def _clip(text: str | None, limit: int = 300) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + "…"
+
+
+async def run_entry(task: Task, convention: str, context: _Context) -> Row:
+    """Run one task in one convention and score it; every failure ends up in the row."""
+    row = _base_row(task, convention, context.config.model)
+    start = time.perf_counter()
+    setup: Setup | None = None
+    try:
+        setup = task.setup()
+        model = context.model_for(task, setup, convention)
+        sandbox = context.sandbox() if convention == "code" else None
+        runs = await run_setup(task, setup, model, convention, sandbox)
+    except BenchDataError as exc:
+        row["error"] = f"data: {exc}"
+        row["wall_s"] = time.perf_counter() - start
+        return row
+    except Exception as exc:
+        row["error"] = f"harness: {type(exc).__name__}: {exc}"
+        row["detail"] = _clip(traceback.format_exc(limit=4), 1000)
+        row["wall_s"] = time.perf_counter() - start
+        if setup is not None:
+            task.teardown(setup)
+        return row
+    row["wall_s"] = time.perf_counter() - start
+    row["status"] = _worst_status(runs)
+    row["error"] = _clip(next((r.error for r in runs if r.error), None), 500)
+    row["calls"] = sum(len(r.calls) for r in runs)
+    row["rejected"] = sum(len(r.rejected) for r in runs)
+    row["rounds"] = sum(r.rounds for r in runs)
+    row["turns"] = len(runs)
+    row["answer"] = _clip(runs[-1].answer if runs else None)
+    _usage(row, runs)
+    try:
+        score = task.score(setup, runs)
+    except Exception as exc:
+        row["error"] = f"scorer: {type(exc).__name__}: {exc}"
+        row["detail"] = _clip(traceback.format_exc(limit=4), 1000)
+        return row
+    finally:
+        task.teardown(setup)
+    row.update(
+        correct=score.correct,
+        detail=score.detail,
+        precision=score.precision,
+        recall=score.recall,
+        argument_accuracy=score.argument_accuracy,
+        expected_calls=score.expected_calls,
+    )
+    return row
+
+
+# --- worker processes -------------------------------------------------------------
+
+# What a worker process holds between jobs: its context and the suite's tasks by id.
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_start(config: BenchConfig) -> None:
+    context = _Context(config)
+    _WORKER["context"] = context
+    _WORKER["tasks"] = {task.id: task for task in build_tasks(config.suite, config.options)}
+    atexit.register(context.close)
+
+
+def _worker_run(entry_id: str, convention: str) -> Row:
+    context: _Context = _WORKER["context"]
+    tasks: dict[str, Task] = _WORKER["tasks"]
+    return asyncio.run(run_entry(tasks[entry_id], convention, context))
+
+
+# --- the bench --------------------------------------------------------------------
+
+
+class Bench:
+    """Runs `config`'s suite and appends a row per task and convention to ``results.jsonl``."""
+
+    def __init__(self, config: BenchConfig) -> None:
+        self.config = config
+        self.results = config.out / RESULTS
+
+    def tasks(self) -> list[Task]:
+        return build_tasks(self.config.suite, self.config.options)
+
+    def pending(self, tasks: Sequence[Task]) -> list[tuple[Task, str]]:
+        """Task and convention pairs that have no row yet (or only a failed one, when retrying)."""
+        done = {
+            row_key(row)
+            for row in read_rows(self.results)
+            if not (self.config.retry_errors and row.get("status") == "error")
+        }
+        return [
+            (task, convention)
+            for task in tasks
+            for convention in self.config.conventions
+            if (task.suite, task.id, convention, self.config.model) not in done
+        ]
+
+    def run(
+        self,
+        on_start: Callable[[int, int], None] | None = None,
+        on_row: Callable[[Row], None] | None = None,
+    ) -> list[Row]:
+        """Run what is pending; `on_start(pending, total)` then `on_row(row)` as rows finish."""
+        tasks = self.tasks()
+        jobs = self.pending(tasks)
+        if on_start is not None:
+            on_start(len(jobs), len(tasks) * len(self.config.conventions))
+        self.config.out.mkdir(parents=True, exist_ok=True)
+        rows: list[Row] = []
+        with self.results.open("a", encoding="utf-8") as sink:
+            for row in self._rows(jobs):
+                sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                sink.flush()
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
+        return rows
+
+    def _rows(self, jobs: Sequence[tuple[Task, str]]) -> Iterator[Row]:
+        if not jobs:
+            return
+        if self.config.workers == 1:
+            yield from self._in_process(jobs)
+        else:
+            yield from self._in_pool(jobs)
+
+    def _in_process(self, jobs: Iterable[tuple[Task, str]]) -> Iterator[Row]:
+        context = _Context(self.config)
+        loop = asyncio.new_event_loop()
+        try:
+            for task, convention in jobs:
+                yield loop.run_until_complete(run_entry(task, convention, context))
+        finally:
+            context.close()
+            loop.close()
+
+    def _in_pool(self, jobs: Sequence[tuple[Task, str]]) -> Iterator[Row]:
+        # Spawned, not forked: the parent may hold threads and a sandbox.
+        with ProcessPoolExecutor(
+            max_workers=self.config.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_start,
+            initargs=(self.config,),
+        ) as pool:
+            futures = {
+                pool.submit(_worker_run, task.id, convention): (task, convention)
+                for task, convention in jobs
+            }
+            for future in as_completed(futures):
+                task, convention = futures[future]
+                try:
+                    yield future.result()
+                except Exception as exc:
+                    row = _base_row(task, convention, self.config.model)
+                    row["error"] = f"worker: {type(exc).__name__}: {exc}"
+                    yield row
