@@ -9,9 +9,11 @@ from ._scripted import ScriptedModel
 from ._spec import resolve_model
 
 if TYPE_CHECKING:
+    from ._anthropic import AnthropicChat
     from ._openai import OpenAIChat
 
 __all__ = [
+    "AnthropicChat",
     "Model",
     "ModelRequest",
     "ModelResponse",
@@ -28,4 +30,8 @@ def __getattr__(name: str) -> object:
         from ._openai import OpenAIChat
 
         return OpenAIChat
+    if name == "AnthropicChat":
+        from ._anthropic import AnthropicChat
+
+        return AnthropicChat
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

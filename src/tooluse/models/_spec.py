@@ -10,7 +10,10 @@ from ._scripted import ScriptedModel
 
 __all__ = ["resolve_model"]
 
-SPECS = "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server)"
+SPECS = (
+    "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server), "
+    "anthropic:MODEL"
+)
 
 
 def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
@@ -28,4 +31,10 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
         from ._openai import OpenAIChat
 
         return OpenAIChat(rest, base_url=base_url, api_key=api_key)
+    if kind == "anthropic":
+        if not rest:
+            raise UsageError("anthropic needs a model name: --model anthropic:claude-sonnet-4-5")
+        from ._anthropic import AnthropicChat
+
+        return AnthropicChat(rest, base_url=base_url, api_key=api_key)
     raise UsageError(f"unknown model spec {spec!r}; use one of: {SPECS}")

@@ -1,0 +1,514 @@
+"""`AnthropicChat`: Claude models through the Anthropic Messages API.
+
+The conversation is translated to the Messages wire format:
+
+- system messages at the start become the ``system`` field; a system message
+  later in the conversation (the API has no such role) is sent as user text;
+- an assistant message becomes ``text`` and ``tool_use`` blocks, the input
+  being the call's arguments parsed as JSON; arguments that are not a JSON
+  object (a model elsewhere wrote them badly) are sent as ``{"_raw": text}``
+  so the conversation stays valid and the text stays visible;
+- tool messages become ``tool_result`` blocks, marked ``is_error`` when the
+  result is an error (its content starts with ``Error:``); a tool message
+  answering no ``tool_use`` of the assistant message before it (a script's
+  output, a call read from text) is sent as user text ``Output of NAME:``;
+- consecutive user-side messages are merged into one user message, since the
+  API wants user and assistant turns to alternate; an assistant message with
+  neither text nor calls is left out for the same reason.
+
+Replies are read back: text blocks joined as the content, ``tool_use`` blocks
+as calls, ``stop_reason`` as the finish reason (verbatim: ``end_turn``,
+``tool_use``, ``max_tokens`` …). Other blocks (thinking, server tools) are
+kept only in ``raw``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+
+from .._exceptions import (
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    UsageError,
+)
+from .._messages import Message, ToolCall, Usage
+from ..tools._render import to_anthropic
+from ._base import Model, ModelRequest, ModelResponse
+
+__all__ = ["AnthropicChat", "anthropic_messages"]
+
+# A local gateway usually ignores the key, but the SDK insists on having one.
+_PLACEHOLDER_KEY = "no-key-needed"
+_EXCERPT = 200
+_JITTER = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    kind: type[ModelError]
+    message: str
+    hint: str = ""
+    retry_after: float | None = None
+
+    def error(self, attempts: int) -> ModelError:
+        message = self.message
+        if self.kind.retryable:
+            message += f" (gave up after {_attempts(attempts)})"
+        if self.hint:
+            message += f"; {self.hint}"
+        return self.kind(message)
+
+
+class AnthropicChat(Model):
+    """A Claude model reached through the official ``anthropic`` SDK.
+
+    The key comes from `api_key`, else ``ANTHROPIC_API_KEY``; with neither, a
+    placeholder is sent when a base URL is set (a local gateway or proxy) and
+    `ModelAuthError` is raised otherwise. `max_tokens` caps each reply unless
+    the request sets its own limit (the API requires one).
+
+    The retry policy is `OpenAIChat`'s: rate limits (429), overload (529),
+    server errors (5xx), timeouts and connection failures are retried up to
+    `max_retries` times, waiting `backoff` seconds and doubling each time,
+    with jitter, or as long as the server's ``Retry-After`` asks; no wait
+    exceeds `max_backoff`. Other failures are raised at once. A `client`
+    passed in is used as is, apart from its own retries, which are turned
+    off; the caller closes it.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        max_tokens: int = 1024,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        if max_retries < 0:
+            raise UsageError(f"max_retries must be 0 or more, not {max_retries}")
+        if max_tokens < 1:
+            raise UsageError(f"max_tokens must be at least 1, not {max_tokens}")
+        self.model = model
+        self.name = f"anthropic:{model}"
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_tokens = max_tokens
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._owns_client = client is None
+        if client is None:
+            client = anthropic.AsyncAnthropic(
+                api_key=_resolve_key(api_key, base_url),
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=0,
+            )
+        else:
+            # Retries are ours, so that they are counted and reported the same
+            # way whoever built the client.
+            client = client.with_options(max_retries=0)
+        self._client = client
+        self._responses = 0
+        self._closed = False
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client requests go through (with its own retries off)."""
+        return self._client
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        if self._closed:
+            raise UsageError(f"{self.name} was closed; create a new model to send requests")
+        params = self._params(request)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                raw = await self._client.messages.with_raw_response.create(**params)
+                body = await raw.read()
+            except anthropic.AnthropicError as exc:
+                failure = self._failure(exc)
+                if not failure.kind.retryable or attempt > self.max_retries:
+                    raise failure.error(attempt) from exc
+                delay = self._delay(attempt, failure.retry_after)
+            else:
+                self._responses += 1
+                return self._read(body)
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client, unless it was passed in; the model is unusable after."""
+        self._closed = True
+        if self._owns_client:
+            await self._client.close()
+
+    # --- the request ------------------------------------------------------------------
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system, messages = anthropic_messages(request.messages)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_output_tokens or self.max_tokens,
+            "messages": messages,
+            "timeout": self.timeout,
+        }
+        if system is not None:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = [to_anthropic(t) for t in request.tools]
+            params["tool_choice"] = _tool_choice(request)
+        elif request.tool_choice not in ("auto", "none"):
+            raise UsageError(
+                f"tool_choice={request.tool_choice!r} needs tools, but the request has none"
+            )
+        if request.temperature is not None:
+            # Recent SDKs dropped sampling parameters from create(); the field
+            # still goes in the body for the models that accept it.
+            params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    # --- the response -----------------------------------------------------------------
+
+    def _read(self, body: bytes) -> ModelResponse:
+        server = self.base_url
+        if not body.strip():
+            raise ModelResponseError(f"{server} answered 200 with an empty body")
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ModelResponseError(
+                f"{server} answered with a body that is not JSON: {_excerpt(body)!r}"
+            ) from None
+        if not isinstance(data, Mapping):
+            raise ModelResponseError(
+                f"{server} answered with JSON that is not an object: {_excerpt(body)!r}"
+            )
+        if data.get("type") == "error":
+            said = _error_message(data.get("error")) or _excerpt(body)
+            raise ModelResponseError(f"{server} answered 200 with an error: {said}")
+        blocks = data.get("content")
+        if blocks is None:
+            raise ModelResponseError(
+                f"{server} answered without 'content' (is base_url an Anthropic Messages "
+                f"endpoint?): {_excerpt(body)!r}"
+            )
+        if not isinstance(blocks, Sequence) or isinstance(blocks, str | bytes):
+            raise ModelResponseError(
+                f"{server} answered with 'content' that is not a list: {_excerpt(body)!r}"
+            )
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        problems: list[str] = []
+        for index, block in enumerate(blocks, start=1):
+            if not isinstance(block, Mapping):
+                problems.append(f"content block #{index} is not an object")
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    texts.append(text)
+            elif kind == "tool_use":
+                call_id = block.get("id")
+                if not isinstance(call_id, str) or not call_id:
+                    # Every tool message must answer some id.
+                    call_id = f"toolu_{self._responses}_{index}"
+                name = block.get("name")
+                calls.append(
+                    ToolCall(
+                        id=call_id,
+                        name=name if isinstance(name, str) else "",
+                        arguments=_arguments_text(block.get("input")),
+                    )
+                )
+        stop_reason = data.get("stop_reason")
+        model_name = data.get("model")
+        return ModelResponse(
+            content="".join(texts) if texts else None,
+            tool_calls=calls,
+            usage=_usage(data.get("usage")),
+            finish_reason=stop_reason if isinstance(stop_reason, str) else None,
+            model_name=model_name if isinstance(model_name, str) and model_name else self.model,
+            problems=problems,
+            raw=data,
+        )
+
+    # --- failures and retries ---------------------------------------------------------
+
+    def _failure(self, exc: anthropic.AnthropicError) -> _Failure:
+        server = self.base_url
+        if isinstance(exc, anthropic.APITimeoutError):
+            return _Failure(
+                ModelTimeoutError,
+                f"{server} did not answer within {self.timeout:g} s",
+                "long replies may need a larger timeout=...",
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            cause = f": {exc.__cause__}" if exc.__cause__ else ""
+            return _Failure(
+                ModelConnectionError,
+                f"could not reach {server}{cause}",
+                "is the server running at that address?",
+            )
+        if isinstance(exc, anthropic.APIStatusError):
+            return _status_failure(exc, server)
+        return _Failure(ModelError, f"the anthropic client failed: {exc}")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_backoff)
+        delay = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
+        # Jitter keeps many clients that failed together from retrying together.
+        return delay * (1 - _JITTER * random.random())
+
+
+# --- messages -------------------------------------------------------------------------
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {"_raw": arguments}
+    return value if isinstance(value, dict) else {"_raw": arguments}
+
+
+def _is_error(content: str) -> bool:
+    # The dispatcher writes every failed call's message as "Error: ...".
+    return content.startswith("Error:")
+
+
+def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The conversation as the Messages API takes it: the system text and the messages.
+
+    See the module docstring for how each kind of message is translated.
+    """
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    user_blocks: list[dict[str, Any]] = []
+    open_calls: set[str] = set()
+    started = False
+
+    def flush_user() -> None:
+        if user_blocks:
+            out.append({"role": "user", "content": _compact(user_blocks)})
+            user_blocks.clear()
+
+    for message in messages:
+        if message.role == "system" and not started:
+            if message.content:
+                system.append(message.content)
+            continue
+        started = True
+        if message.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            for call in message.tool_calls:
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": _input(call.arguments),
+                    }
+                )
+            open_calls = {c.id for c in message.tool_calls}
+            if not blocks:
+                continue
+            flush_user()
+            out.append({"role": "assistant", "content": _compact(blocks)})
+            continue
+        content = message.content or ""
+        if message.role == "tool" and message.tool_call_id in open_calls:
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+            if content:
+                block["content"] = content
+            if _is_error(content):
+                block["is_error"] = True
+            user_blocks.append(block)
+            continue
+        if message.role == "tool":
+            label = f"Output of {message.name}" if message.name else "Output"
+            content = f"{label}:\n{content}"
+        if content:
+            user_blocks.append({"type": "text", "text": content})
+    flush_user()
+    return ("\n\n".join(system) if system else None), out
+
+
+def _compact(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One text block is sent as a plain string, the API's shorthand."""
+    if len(blocks) == 1 and blocks[0]["type"] == "text":
+        text: str = blocks[0]["text"]
+        return text
+    return list(blocks)
+
+
+def _tool_choice(request: ModelRequest) -> dict[str, Any]:
+    choice = request.tool_choice
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    names = [t.name for t in request.tools]
+    if choice not in names:
+        raise UsageError(f"tool_choice={choice!r} is not one of the request's tools: {names}")
+    return {"type": "tool", "name": choice}
+
+
+def _resolve_key(api_key: str | None, base_url: str | None) -> str:
+    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+    if key:
+        return key
+    if base_url or os.environ.get("ANTHROPIC_BASE_URL"):
+        return _PLACEHOLDER_KEY
+    raise ModelAuthError(
+        "No API key found — pass api_key=... or set ANTHROPIC_API_KEY "
+        "(for a gateway that needs none, pass its base_url=... instead)"
+    )
+
+
+# --- reading replies and failures -----------------------------------------------------
+
+
+def _arguments_text(raw: object) -> str:
+    if isinstance(raw, str):
+        return raw
+    if raw is None:
+        return ""
+    return json.dumps(raw, ensure_ascii=False)
+
+
+def _usage(raw: object) -> Usage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    output = raw.get("output_tokens")
+    # Cached prompt tokens are counted apart from input_tokens; all of them
+    # were read by the model, so they are all input here.
+    parts = [
+        raw.get(key)
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    counted = [p for p in parts if isinstance(p, int)]
+    if not counted and not isinstance(output, int):
+        return None
+    return Usage(
+        input_tokens=sum(counted),
+        output_tokens=output if isinstance(output, int) else 0,
+        source="provider",
+    )
+
+
+def _status_failure(exc: anthropic.APIStatusError, server: str) -> _Failure:
+    status = exc.status_code
+    said = _shorten(_error_message(exc.body) or "") or _excerpt(exc.response.content)
+    said = said or "no message"
+    if status in (401, 403):
+        return _Failure(
+            ModelAuthError,
+            f"{server} refused the key (HTTP {status}: {said})",
+            "check api_key=... or ANTHROPIC_API_KEY",
+        )
+    if status == 429:
+        return _Failure(
+            ModelRateLimitError,
+            f"{server} answered 429 Too Many Requests: {said}",
+            "wait, lower the request rate, or raise max_retries",
+            retry_after=_retry_after(exc),
+        )
+    if status == 408:
+        return _Failure(ModelTimeoutError, f"{server} answered 408 Request Timeout: {said}")
+    if status == 529:
+        return _Failure(
+            ModelServerError,
+            f"{server} is overloaded (HTTP 529: {said})",
+            "try again later, or raise max_retries",
+            retry_after=_retry_after(exc),
+        )
+    if status >= 500:
+        return _Failure(
+            ModelServerError,
+            f"{server} failed with HTTP {status}: {said}",
+            retry_after=_retry_after(exc),
+        )
+    hint = "check the model name and base_url" if status == 404 else ""
+    return _Failure(
+        ModelBadRequestError, f"{server} rejected the request with HTTP {status}: {said}", hint
+    )
+
+
+def _retry_after(exc: anthropic.APIStatusError) -> float | None:
+    headers = exc.response.headers
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when.timestamp() - time.time()
+
+
+def _error_message(error: object) -> str | None:
+    """The human part of an error body: Anthropic's ``{"error": {"message": ...}}`` or others."""
+    if isinstance(error, str):
+        return error or None
+    if isinstance(error, Mapping):
+        for key in ("message", "error", "detail"):
+            found = _error_message(error.get(key))
+            if found:
+                return found
+    return None
+
+
+def _excerpt(body: bytes) -> str:
+    return _shorten(body.decode("utf-8", errors="replace"))
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+def _attempts(count: int) -> str:
+    return "1 attempt" if count == 1 else f"{count} attempts"
