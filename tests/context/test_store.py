@@ -58,6 +58,7 @@ NASTY_QUERIES = [
     "'single'",
     "back\\slash",
     "%_%",
+    "lone \ud800 surrogate",
     "x" * 5000,
     " ".join(f"w{i}" for i in range(500)),
 ]
@@ -161,6 +162,14 @@ def test_bad_input_is_a_usage_error(store: ContextStore) -> None:
         store.put("x", "text", kind="observation", tags=[1])  # type: ignore[list-item]
     with pytest.raises(UsageError):
         store.put("x", "text", kind="observation", tags=[["unhashable"]])  # type: ignore[list-item]
+    with pytest.raises(UsageError):
+        store.put("x", "lone \ud800 surrogate", kind="observation")
+    with pytest.raises(UsageError):
+        store.put("\ud800", "text", kind="observation")
+    with pytest.raises(UsageError):
+        store.put("x", "text", kind="observation", tags=["\udfff"])
+    with pytest.raises(UsageError):
+        store.get("\ud800")
     with pytest.raises(UsageError):
         store.query("x", top_k=-1)
     with pytest.raises(UsageError):

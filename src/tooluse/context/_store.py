@@ -646,7 +646,11 @@ class ContextStore:
         with self._shared.lock:
             if self._shared.closed:
                 raise UsageError("this ContextStore is closed")
-            yield self._shared.conn
+            try:
+                yield self._shared.conn
+            except UnicodeEncodeError as exc:
+                # sqlite3 raises this while binding a string with a lone surrogate.
+                raise UsageError(f"the store takes valid Unicode text only: {exc}") from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
