@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._exceptions import UsageError
 from .._messages import ToolCall
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
@@ -652,8 +653,6 @@ class TextConvention(Convention):
 
     def __init__(self, format: TextFormat = "python") -> None:
         if format not in ("python", "react"):
-            from .._exceptions import UsageError
-
             raise UsageError(f"format must be 'python' or 'react', not {format!r}")
         self.format: TextFormat = format
         self._signatures: dict[str, _Signature] = {}
