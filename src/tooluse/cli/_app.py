@@ -105,10 +105,17 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     tools: Annotated[str, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")],
     model: Annotated[
         str,
-        typer.Option("--model", help="scripted:FILE.jsonl, or openai:MODEL (see --base-url)."),
+        typer.Option(
+            "--model",
+            help="scripted:FILE.jsonl, openai:MODEL (see --base-url) or anthropic:MODEL.",
+        ),
     ],
     convention: Annotated[
-        str, typer.Option(help="json (native function calling) or code (one Python script).")
+        str,
+        typer.Option(
+            help="json (native function calling), code (one Python script) "
+            "or text (calls written as text, for models without native calling)."
+        ),
     ] = "json",
     max_rounds: Annotated[int, typer.Option(min=1, help="Model requests at most.")] = 10,
     trace: Annotated[
