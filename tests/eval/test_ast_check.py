@@ -37,7 +37,37 @@ def check_one(
 
 
 def test_public_names() -> None:
-    assert tooluse.eval.__all__ == ["AstVerdict", "check_ast"]
+    assert tooluse.eval.__all__ == [
+        "SUITES",
+        "AstVerdict",
+        "Bench",
+        "BenchConfig",
+        "BenchDataError",
+        "Call",
+        "CallMetrics",
+        "ChainTask",
+        "Crossover",
+        "FanoutTask",
+        "LineFit",
+        "OracleModel",
+        "OracleTurn",
+        "Score",
+        "Setup",
+        "SuiteOptions",
+        "Task",
+        "Turn",
+        "build_tasks",
+        "call_metrics",
+        "check_ast",
+        "crossover",
+        "evaluate",
+        "fit_line",
+        "oracle_for",
+        "paper_crossover",
+        "read_rows",
+        "write_plots",
+        "write_summary",
+    ]
 
 
 # --- types -----------------------------------------------------------------------

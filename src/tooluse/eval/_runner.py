@@ -31,7 +31,7 @@ from ._oracle import oracle_for
 from ._suites import SuiteOptions, build_tasks
 from ._task import BenchDataError, Setup, Task
 
-__all__ = ["ORACLE", "Bench", "BenchConfig", "Row", "read_rows", "row_key"]
+__all__ = ["ORACLE", "Bench", "BenchConfig", "Row", "evaluate", "read_rows", "row_key", "run_entry"]
 
 ORACLE = "oracle"
 RESULTS = "results.jsonl"
@@ -63,11 +63,15 @@ def read_rows(path: Path) -> list[Row]:
 
 @dataclass(frozen=True, slots=True)
 class BenchConfig:
-    """One bench invocation. `model` is a spec (``oracle``, ``openai:…``, ``scripted:…``)."""
+    """One bench invocation.
+
+    `model` is a spec (``oracle``, ``openai:…``, ``scripted:…``) or, in-process
+    only, a `Model`; rows are labelled with the spec or the model's name.
+    """
 
     suite: str
     out: Path
-    model: str = ORACLE
+    model: str | Model = ORACLE
     conventions: tuple[str, ...] = CONVENTIONS
     options: SuiteOptions = field(default_factory=SuiteOptions)
     workers: int = 1
@@ -82,24 +86,43 @@ class BenchConfig:
             )
         if self.workers < 1:
             raise UsageError("--workers must be at least 1")
+        if self.workers > 1 and not isinstance(self.model, str):
+            raise UsageError("worker processes need a model spec, not a model object")
+
+    @property
+    def label(self) -> str:
+        return self.model if isinstance(self.model, str) else self.model.name
 
 
 # --- one entry ------------------------------------------------------------------------
 
 
 class _Context:
-    """What a process needs to run entries: the shared model and a sandbox."""
+    """What a process needs to run entries: the model (or the oracle) and a sandbox.
 
-    def __init__(self, config: BenchConfig) -> None:
-        self.config = config
-        self._model: Model | None = None
-        self._sandbox: Sandbox | None = None
+    A model given as an instance is used for every entry; a spec is resolved on
+    first use. A sandbox passed in belongs to the caller and is not closed here.
+    """
+
+    def __init__(
+        self,
+        model: str | Model = ORACLE,
+        *,
+        base_url: str | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
+        self.label = model if isinstance(model, str) else model.name
+        self._spec = model if isinstance(model, str) else None
+        self._model = None if isinstance(model, str) else model
+        self._base_url = base_url
+        self._sandbox = sandbox
+        self._owns_sandbox = sandbox is None
 
     def model_for(self, task: Task, setup: Setup, convention: str) -> Model:
-        if self.config.model == ORACLE:
+        if self._spec == ORACLE:
             return oracle_for(task, convention, setup)
         if self._model is None:
-            self._model = resolve_model(self.config.model, base_url=self.config.base_url)
+            self._model = resolve_model(str(self._spec), base_url=self._base_url)
         return self._model
 
     def sandbox(self) -> Sandbox:
@@ -108,7 +131,7 @@ class _Context:
         return self._sandbox
 
     def close(self) -> None:
-        if self._sandbox is not None:
+        if self._sandbox is not None and self._owns_sandbox:
             self._sandbox.close()
             self._sandbox = None
 
@@ -162,9 +185,28 @@ def _clip(text: str | None, limit: int = 300) -> str | None:
     return text[:limit] + "…"
 
 
+async def evaluate(
+    task: Task,
+    convention: str,
+    *,
+    model: str | Model = ORACLE,
+    sandbox: Sandbox | None = None,
+) -> Row:
+    """Run one task in one convention and score it: the results row.
+
+    `model` is ``oracle``, a model spec, or a `Model`; the code convention needs
+    a sandbox (started and stopped here when none is given).
+    """
+    context = _Context(model, sandbox=sandbox)
+    try:
+        return await run_entry(task, convention, context)
+    finally:
+        context.close()
+
+
 async def run_entry(task: Task, convention: str, context: _Context) -> Row:
     """Run one task in one convention and score it; every failure ends up in the row."""
-    row = _base_row(task, convention, context.config.model)
+    row = _base_row(task, convention, context.label)
     start = time.perf_counter()
     setup: Setup | None = None
     try:
@@ -218,7 +260,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_start(config: BenchConfig) -> None:
-    context = _Context(config)
+    context = _Context(config.label, base_url=config.base_url)
     _WORKER["context"] = context
     _WORKER["tasks"] = {task.id: task for task in build_tasks(config.suite, config.options)}
     atexit.register(context.close)
@@ -236,11 +278,17 @@ def _worker_run(entry_id: str, convention: str) -> Row:
 class Bench:
     """Runs `config`'s suite and appends a row per task and convention to ``results.jsonl``."""
 
-    def __init__(self, config: BenchConfig) -> None:
+    def __init__(self, config: BenchConfig, tasks: Sequence[Task] | None = None) -> None:
+        if tasks is not None and config.workers > 1:
+            raise UsageError("tasks given as objects run in this process: use one worker")
         self.config = config
         self.results = config.out / RESULTS
+        self._tasks = list(tasks) if tasks is not None else None
 
     def tasks(self) -> list[Task]:
+        """The tasks given, or the configured suite's."""
+        if self._tasks is not None:
+            return self._tasks
         return build_tasks(self.config.suite, self.config.options)
 
     def pending(self, tasks: Sequence[Task]) -> list[tuple[Task, str]]:
@@ -254,7 +302,7 @@ class Bench:
             (task, convention)
             for task in tasks
             for convention in self.config.conventions
-            if (task.suite, task.id, convention, self.config.model) not in done
+            if (task.suite, task.id, convention, self.config.label) not in done
         ]
 
     def run(
@@ -287,7 +335,7 @@ class Bench:
             yield from self._in_pool(jobs)
 
     def _in_process(self, jobs: Iterable[tuple[Task, str]]) -> Iterator[Row]:
-        context = _Context(self.config)
+        context = _Context(self.config.model, base_url=self.config.base_url)
         loop = asyncio.new_event_loop()
         try:
             for task, convention in jobs:
@@ -313,6 +361,6 @@ class Bench:
                 try:
                     yield future.result()
                 except Exception as exc:
-                    row = _base_row(task, convention, self.config.model)
+                    row = _base_row(task, convention, self.config.label)
                     row["error"] = f"worker: {type(exc).__name__}: {exc}"
                     yield row

@@ -1,0 +1,81 @@
+"""``tooluse bench`` end to end, as a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLUSE = Path(sys.executable).parent / "tooluse"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TOOLUSE), "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env={"PATH": str(TOOLUSE.parent), "COLUMNS": "120", "NO_COLOR": "1"},
+    )
+
+
+def _rows(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_costmodel_writes_results_summary_and_plots(tmp_path: Path) -> None:
+    proc = bench("costmodel", "--model", "oracle", "--out", str(tmp_path), "--widths", "2,6,12")
+    assert proc.returncode == 0, proc.stderr
+    rows = _rows(tmp_path)
+    assert len(rows) == 2 * 3 * 2
+    assert all(row["correct"] and row["token_source"] == "o200k" for row in rows)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "counted offline with the o200k_base tokenizer (12 rows)" in summary
+    assert (
+        "| paper (seed text, 2 points) | input tokens | 30, 48 | 996 | 85.4 | 3,122 | 8.6 | 27.7 |"
+        in summary
+    )
+    assert "| ours: fanout/discovered | input tokens |" in summary
+    for name in ("tokens_vs_n.png", "accuracy_vs_width.png", "accuracy_by_category.png"):
+        assert (tmp_path / name).read_bytes().startswith(PNG), name
+        assert f"]({name})" in summary
+    assert "N* (fanout/discovered) =" in proc.stderr
+
+    again = bench("costmodel", "--out", str(tmp_path), "--widths", "2,6,12")
+    assert again.returncode == 0, again.stderr
+    assert "12 of 12 already in" in again.stderr
+    assert len(_rows(tmp_path)) == 12
+
+
+def test_bfcl_with_worker_processes(tmp_path: Path) -> None:
+    proc = bench(
+        "bfcl",
+        "--out", str(tmp_path),
+        "--categories", "simple_python,irrelevance,multi_turn_base",
+        "--limit", "2",
+        "--workers", "2",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = _rows(tmp_path)
+    assert {(r["category"], r["convention"]) for r in rows} == {
+        (c, v)
+        for c in ("simple_python", "irrelevance", "multi_turn_base")
+        for v in ("json", "code")
+    }
+    assert len(rows) == 12 and all(r["correct"] for r in rows)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| multi_turn_base | code | 2 | 100.0% |" in summary
+    assert (tmp_path / "accuracy_by_category.png").read_bytes().startswith(PNG)
+
+
+def test_bad_options_are_one_line_errors(tmp_path: Path) -> None:
+    proc = bench("fanout", "--out", str(tmp_path), "--categories", "sideways")
+    assert proc.returncode == 2
+    assert "unknown fanout categories: sideways" in proc.stderr
+    proc = bench("chain", "--out", str(tmp_path), "--conventions", "yaml")
+    assert proc.returncode == 2 and "unknown conventions yaml" in proc.stderr

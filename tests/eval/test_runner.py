@@ -1,0 +1,167 @@
+"""The runner: one row per entry and convention, resumable, failures kept in their rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tooluse import Message, RunResult
+from tooluse.eval import (
+    Bench,
+    BenchConfig,
+    FanoutTask,
+    Score,
+    Setup,
+    SuiteOptions,
+    read_rows,
+)
+from tooluse.eval._bfcl import data_dir
+from tooluse.models import ScriptedModel
+
+REQUIRED = {"suite", "entry_id", "convention", "correct", "input_tokens", "output_tokens"}
+
+
+class _ScorerCrashes(FanoutTask):
+    def score(self, setup: Setup, runs: Sequence[RunResult]) -> Score:
+        raise ZeroDivisionError("the scorer divided by zero")
+
+
+def test_rows_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
+    config = BenchConfig("chain", out=tmp_path, options=SuiteOptions(widths=(2, 3)))
+    first = Bench(config).run()
+    assert len(first) == 4 and all(r["correct"] for r in first)
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert len(rows) == 4
+    assert all(set(r) >= REQUIRED and r["wall_s"] > 0 and r["status"] for r in rows)
+
+    started: list[tuple[int, int]] = []
+    second = Bench(config).run(on_start=lambda pending, total: started.append((pending, total)))
+    assert second == [] and started == [(0, 4)]
+
+    wider = BenchConfig("chain", out=tmp_path, options=SuiteOptions(widths=(2, 3, 4)))
+    third = Bench(wider).run()
+    assert [(r["entry_id"], r["convention"]) for r in third] == [
+        ("chain_4", "json"),
+        ("chain_4", "code"),
+    ]
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6
+
+
+def test_a_crashing_scorer_is_recorded_in_its_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    tasks = [FanoutTask("listed", 2), _ScorerCrashes("listed", 3), FanoutTask("listed", 4)]
+    config = BenchConfig("fanout", out=tmp_path, conventions=("json",))
+    rows = Bench(config, tasks).run()
+    by_id = {r["entry_id"]: r for r in rows}
+    assert by_id["fanout_listed_2"]["correct"] and by_id["fanout_listed_4"]["correct"]
+    broken = by_id["fanout_listed_3"]
+    assert not broken["correct"]
+    assert broken["error"] == "scorer: ZeroDivisionError: the scorer divided by zero"
+    # The run itself completed; its measurements are kept.
+    assert broken["status"] == "completed" and broken["calls"] == 3 and broken["input_tokens"] > 0
+
+
+def test_a_model_error_on_one_entry_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    def respond(messages: Sequence[Message]) -> dict[str, Any]:
+        task = next(m.content or "" for m in messages if m.role == "user")
+        if "each of these 3 products" in task:
+            raise ConnectionResetError("the server went away")
+        return {"content": "I did not check anything."}
+
+    model = ScriptedModel(respond, name="flaky")
+    tasks = [FanoutTask("listed", 2), FanoutTask("listed", 3), FanoutTask("listed", 4)]
+    rows = Bench(
+        BenchConfig("fanout", out=tmp_path, model=model, conventions=("json",)), tasks
+    ).run()
+    by_id = {r["entry_id"]: r for r in rows}
+    assert by_id["fanout_listed_3"]["status"] == "error"
+    assert "the server went away" in by_id["fanout_listed_3"]["error"]
+    for other in ("fanout_listed_2", "fanout_listed_4"):
+        assert by_id[other]["status"] == "truncated" and by_id[other]["model"] == "flaky"
+
+
+def test_retry_errors_runs_only_the_failed_rows_again(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    config = BenchConfig(
+        "chain", out=tmp_path, conventions=("json",), options=SuiteOptions(widths=(2, 3))
+    )
+    Bench(config).run()
+    rows = read_rows(results)
+    rows[0]["status"], rows[0]["correct"] = "error", False
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    retry = BenchConfig(
+        "chain",
+        out=tmp_path,
+        conventions=("json",),
+        options=SuiteOptions(widths=(2, 3)),
+        retry_errors=True,
+    )
+    again = Bench(retry).run()
+    assert [r["entry_id"] for r in again] == [rows[0]["entry_id"]]
+    assert all(r["correct"] for r in read_rows(results))
+
+
+def _bad_bfcl_copy(root: Path) -> Path:
+    """simple_python with a corrupt line and an entry without an answer; no parallel file."""
+    source = data_dir()
+    (root / "possible_answer").mkdir(parents=True)
+    prompts = (source / "BFCL_v4_simple_python.json").read_text().splitlines()[:3]
+    answers = (
+        (source / "possible_answer" / "BFCL_v4_simple_python.json").read_text().splitlines()[:2]
+    )
+    (root / "BFCL_v4_simple_python.json").write_text(
+        "\n".join([prompts[0], "{oops", *prompts[1:]]) + "\n"
+    )
+    (root / "possible_answer" / "BFCL_v4_simple_python.json").write_text("\n".join(answers) + "\n")
+    shutil.copy(source / "BFCL_v4_irrelevance.json", root / "BFCL_v4_irrelevance.json")
+    return root
+
+
+def test_bad_data_is_recorded_in_the_rows_it_spoils(tmp_path: Path) -> None:
+    data = _bad_bfcl_copy(tmp_path / "data")
+    options = SuiteOptions(
+        categories=("simple_python", "parallel", "irrelevance"), limit=2, data_dir=str(data)
+    )
+    rows = Bench(
+        BenchConfig("bfcl", out=tmp_path / "out", conventions=("json",), options=options)
+    ).run()
+    by_id = {r["entry_id"]: r for r in rows}
+    assert by_id["simple_python_0"]["correct"]
+    assert by_id["simple_python:line-2"]["error"].startswith(
+        "data: BFCL_v4_simple_python.json:2: not JSON"
+    )
+    assert by_id["parallel:file"]["error"].startswith("data: cannot read")
+    assert [r["correct"] for r in rows if r["category"] == "irrelevance"] == [True, True]
+    assert all(r["status"] == "error" and not r["correct"] for r in rows if ":" in r["entry_id"])
+    # Limit 2 stopped at the corrupt line; the rest of the file runs on a rerun,
+    # and the prompt without an answer gets a row of its own.
+    everything = SuiteOptions(categories=("simple_python",), data_dir=str(data))
+    config = BenchConfig("bfcl", out=tmp_path / "out", conventions=("json",), options=everything)
+    more = {r["entry_id"]: r for r in Bench(config).run()}
+    assert set(more) == {"simple_python_1", "simple_python_2"}
+    assert more["simple_python_1"]["correct"]
+    assert more["simple_python_2"]["error"] == "data: simple_python_2: no ground truth"
+
+
+def test_the_runtime_does_not_import_the_eval_package() -> None:
+    code = (
+        "import sys, tooluse, tooluse.cli; "
+        "print(any(m.startswith('tooluse.eval') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_object_tasks_need_one_worker(tmp_path: Path) -> None:
+    from tooluse import UsageError
+
+    with pytest.raises(UsageError, match="one worker"):
+        Bench(BenchConfig("fanout", out=tmp_path, workers=2), [FanoutTask("listed", 2)])
+    with pytest.raises(UsageError, match="conventions"):
+        BenchConfig("fanout", out=tmp_path, conventions=("xml",))
