@@ -24,55 +24,32 @@ kept only in ``raw``.
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
-import os
-import random
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 
-from .._exceptions import (
-    ModelAuthError,
-    ModelBadRequestError,
-    ModelConnectionError,
-    ModelError,
-    ModelRateLimitError,
-    ModelResponseError,
-    ModelServerError,
-    ModelTimeoutError,
-    UsageError,
-)
+from .._exceptions import ModelError, ModelResponseError, ModelServerError, UsageError
 from .._messages import Message, ToolCall, Usage
 from ..tools._render import to_anthropic
 from ._base import Model, ModelRequest, ModelResponse
+from ._retry import (
+    Failure,
+    RetryPolicy,
+    excerpt,
+    reply_object,
+    reply_text,
+    resolve_key,
+    retry_after_seconds,
+    server_message,
+    status_failure,
+    timed_out,
+    unreachable,
+    with_retries,
+)
 
 __all__ = ["AnthropicChat", "anthropic_messages"]
-
-# A local gateway usually ignores the key, but the SDK insists on having one.
-_PLACEHOLDER_KEY = "no-key-needed"
-_EXCERPT = 200
-_JITTER = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    kind: type[ModelError]
-    message: str
-    hint: str = ""
-    retry_after: float | None = None
-
-    def error(self, attempts: int) -> ModelError:
-        message = self.message
-        if self.kind.retryable:
-            message += f" (gave up after {_attempts(attempts)})"
-        if self.hint:
-            message += f"; {self.hint}"
-        return self.kind(message)
 
 
 class AnthropicChat(Model):
@@ -119,7 +96,13 @@ class AnthropicChat(Model):
         self._owns_client = client is None
         if client is None:
             client = anthropic.AsyncAnthropic(
-                api_key=_resolve_key(api_key, base_url),
+                api_key=resolve_key(
+                    api_key,
+                    base_url,
+                    key_var="ANTHROPIC_API_KEY",
+                    base_url_var="ANTHROPIC_BASE_URL",
+                    keyless="a gateway that needs none",
+                ),
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=0,
@@ -145,21 +128,20 @@ class AnthropicChat(Model):
         if self._closed:
             raise UsageError(f"{self.name} was closed; create a new model to send requests")
         params = self._params(request)
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                raw = await self._client.messages.with_raw_response.create(**params)
-                body = await raw.read()
-            except anthropic.AnthropicError as exc:
-                failure = self._failure(exc)
-                if not failure.kind.retryable or attempt > self.max_retries:
-                    raise failure.error(attempt) from exc
-                delay = self._delay(attempt, failure.retry_after)
-            else:
-                self._responses += 1
-                return self._read(body)
-            await asyncio.sleep(delay)
+
+        async def attempt() -> bytes:
+            raw = await self._client.messages.with_raw_response.create(**params)
+            body: bytes = await raw.read()
+            return body
+
+        body = await with_retries(
+            attempt,
+            catch=anthropic.AnthropicError,
+            classify=self._failure,
+            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
+        )
+        self._responses += 1
+        return self._read(body)
 
     async def aclose(self) -> None:
         """Close the HTTP client, unless it was passed in; the model is unusable after."""
@@ -196,30 +178,19 @@ class AnthropicChat(Model):
 
     def _read(self, body: bytes) -> ModelResponse:
         server = self.base_url
-        if not body.strip():
-            raise ModelResponseError(f"{server} answered 200 with an empty body")
-        try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ModelResponseError(
-                f"{server} answered with a body that is not JSON: {_excerpt(body)!r}"
-            ) from None
-        if not isinstance(data, Mapping):
-            raise ModelResponseError(
-                f"{server} answered with JSON that is not an object: {_excerpt(body)!r}"
-            )
+        data = reply_object(body, server)
         if data.get("type") == "error":
-            said = _error_message(data.get("error")) or _excerpt(body)
+            said = server_message(data.get("error")) or excerpt(body)
             raise ModelResponseError(f"{server} answered 200 with an error: {said}")
         blocks = data.get("content")
         if blocks is None:
             raise ModelResponseError(
                 f"{server} answered without 'content' (is base_url an Anthropic Messages "
-                f"endpoint?): {_excerpt(body)!r}"
+                f"endpoint?): {excerpt(body)!r}"
             )
         if not isinstance(blocks, Sequence) or isinstance(blocks, str | bytes):
             raise ModelResponseError(
-                f"{server} answered with 'content' that is not a list: {_excerpt(body)!r}"
+                f"{server} answered with 'content' that is not a list: {excerpt(body)!r}"
             )
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -260,31 +231,15 @@ class AnthropicChat(Model):
 
     # --- failures and retries ---------------------------------------------------------
 
-    def _failure(self, exc: anthropic.AnthropicError) -> _Failure:
+    def _failure(self, exc: anthropic.AnthropicError) -> Failure:
         server = self.base_url
         if isinstance(exc, anthropic.APITimeoutError):
-            return _Failure(
-                ModelTimeoutError,
-                f"{server} did not answer within {self.timeout:g} s",
-                "long replies may need a larger timeout=...",
-            )
+            return timed_out(server, self.timeout, "long replies may need a larger timeout=...")
         if isinstance(exc, anthropic.APIConnectionError):
-            cause = f": {exc.__cause__}" if exc.__cause__ else ""
-            return _Failure(
-                ModelConnectionError,
-                f"could not reach {server}{cause}",
-                "is the server running at that address?",
-            )
+            return unreachable(server, exc)
         if isinstance(exc, anthropic.APIStatusError):
             return _status_failure(exc, server)
-        return _Failure(ModelError, f"the anthropic client failed: {exc}")
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_backoff)
-        delay = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
-        # Jitter keeps many clients that failed together from retrying together.
-        return delay * (1 - _JITTER * random.random())
+        return Failure(ModelError, f"the anthropic client failed: {exc}")
 
 
 # --- messages -------------------------------------------------------------------------
@@ -386,18 +341,6 @@ def _tool_choice(request: ModelRequest) -> dict[str, Any]:
     return {"type": "tool", "name": choice}
 
 
-def _resolve_key(api_key: str | None, base_url: str | None) -> str:
-    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-    if key:
-        return key
-    if base_url or os.environ.get("ANTHROPIC_BASE_URL"):
-        return _PLACEHOLDER_KEY
-    raise ModelAuthError(
-        "No API key found — pass api_key=... or set ANTHROPIC_API_KEY "
-        "(for a gateway that needs none, pass its base_url=... instead)"
-    )
-
-
 # --- reading replies and failures -----------------------------------------------------
 
 
@@ -429,86 +372,21 @@ def _usage(raw: object) -> Usage | None:
     )
 
 
-def _status_failure(exc: anthropic.APIStatusError, server: str) -> _Failure:
-    status = exc.status_code
-    said = _shorten(_error_message(exc.body) or "") or _excerpt(exc.response.content)
-    said = said or "no message"
-    if status in (401, 403):
-        return _Failure(
-            ModelAuthError,
-            f"{server} refused the key (HTTP {status}: {said})",
-            "check api_key=... or ANTHROPIC_API_KEY",
-        )
-    if status == 429:
-        return _Failure(
-            ModelRateLimitError,
-            f"{server} answered 429 Too Many Requests: {said}",
-            "wait, lower the request rate, or raise max_retries",
-            retry_after=_retry_after(exc),
-        )
-    if status == 408:
-        return _Failure(ModelTimeoutError, f"{server} answered 408 Request Timeout: {said}")
-    if status == 529:
-        return _Failure(
+def _status_failure(exc: anthropic.APIStatusError, server: str) -> Failure:
+    said = reply_text(exc.body, exc.response.content)
+    # Anthropic's own status for overload: retried like any 5xx, but with its own advice.
+    if exc.status_code == 529:
+        return Failure(
             ModelServerError,
             f"{server} is overloaded (HTTP 529: {said})",
             "try again later, or raise max_retries",
-            retry_after=_retry_after(exc),
+            retry_after=retry_after_seconds(exc.response.headers),
         )
-    if status >= 500:
-        return _Failure(
-            ModelServerError,
-            f"{server} failed with HTTP {status}: {said}",
-            retry_after=_retry_after(exc),
-        )
-    hint = "check the model name and base_url" if status == 404 else ""
-    return _Failure(
-        ModelBadRequestError, f"{server} rejected the request with HTTP {status}: {said}", hint
+    return status_failure(
+        server,
+        exc.status_code,
+        said,
+        exc.response.headers,
+        key_var="ANTHROPIC_API_KEY",
+        not_found_hint="check the model name and base_url",
     )
-
-
-def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    headers = exc.response.headers
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return float(millis) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return when.timestamp() - time.time()
-
-
-def _error_message(error: object) -> str | None:
-    """The human part of an error body: Anthropic's ``{"error": {"message": ...}}`` or others."""
-    if isinstance(error, str):
-        return error or None
-    if isinstance(error, Mapping):
-        for key in ("message", "error", "detail"):
-            found = _error_message(error.get(key))
-            if found:
-                return found
-    return None
-
-
-def _excerpt(body: bytes) -> str:
-    return _shorten(body.decode("utf-8", errors="replace"))
-
-
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
-
-
-def _attempts(count: int) -> str:
-    return "1 attempt" if count == 1 else f"{count} attempts"
