@@ -13,6 +13,7 @@ from ._dispatch import Dispatcher, Ledger
 from ._exceptions import ModelError, UsageError
 from ._expect import Expect, check_expectations
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
+from ._messages import Message
 from ._result import RunResult
 from ._scripts import ScriptRunner
 from ._tokens import count_tokens
@@ -126,19 +127,32 @@ class Agent:
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, task: str, *, expect: Expect | Sequence[Expect] = ()) -> RunResult:
+    def run(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+    ) -> RunResult:
         """Run `task` to completion (blocking). Use `arun` inside an event loop.
 
         `expect` states what a complete answer needs (see `Expect`); a run that
-        answers without it ends with status ``truncated``.
+        answers without it ends with status ``truncated``. `history` continues
+        a conversation: pass the `messages` of the previous result.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, expect=expect))
+            return asyncio.run(self.arun(task, expect=expect, history=history))
         raise UsageError("Agent.run() was called inside a running event loop; await Agent.arun()")
 
-    async def arun(self, task: str, *, expect: Expect | Sequence[Expect] = ()) -> RunResult:
+    async def arun(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+    ) -> RunResult:
         """Run `task` to completion (see `run`)."""
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
         sinks: list[EventSink] = []
@@ -180,7 +194,7 @@ class Agent:
         )
         try:
             prepared = self.convention.prepare(tools, self.system_prompt)
-            flow = agent_flow(state, task, prepared, self.convention, self.config)
+            flow = agent_flow(state, task, prepared, self.convention, self.config, history=history)
             await self._drive(flow, dispatcher, tools)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise

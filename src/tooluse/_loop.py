@@ -193,10 +193,22 @@ def agent_flow(
     prepared: Prepared,
     convention: Convention,
     config: LoopConfig,
+    *,
+    history: Sequence[Message] = (),
 ) -> Generator[Effect, Any, None]:
-    """Run rounds until an answer, a stop condition, or a model failure."""
-    if prepared.system_prompt:
+    """Run rounds until an answer, a stop condition, or a model failure.
+
+    `history` continues an earlier conversation (its system prompt, if it has
+    one, stands in for this run's).
+    """
+    if prepared.system_prompt and not (history and history[0].role == "system"):
         state.add(Message("system", prepared.system_prompt))
+    for earlier in history:
+        copy = Message(
+            earlier.role, earlier.content, earlier.tool_calls, earlier.tool_call_id, earlier.name
+        )
+        state.add(copy)
+        state.call_ids.update(call.id for call in earlier.tool_calls)
     state.add(Message("user", task))
     tools_tokens = (
         sum(count_tokens(t.name + t.description + json.dumps(t.parameters)) for t in prepared.tools)

@@ -315,3 +315,24 @@ def test_repeated_call_ids_are_made_unique() -> None:
     assert [c.id for c in result.calls] == ["call_0", "call_0~2", "call_0~3", "call_0~4"]
     assert [c.result for c in result.calls] == ["Tokyo", "Paris", "Tokyo", "Paris"]
     assert_invariant(result)
+
+
+def test_history_continues_a_conversation() -> None:
+    model = ScriptedModel(
+        [
+            calls(("lookup_capital", {"country": "Japan"})),
+            {"content": "Tokyo."},
+            calls(("get_current_weather", {"location": "Tokyo"})),
+            {"content": "Clear, 22 °C."},
+        ]
+    )
+    agent = Agent(model, seed_tools, system_prompt="Be brief.")
+    first = agent.run("Capital of Japan?")
+    second = agent.run("And its weather?", history=first.messages)
+    assert second.status == "completed" and second.answer == "Clear, 22 °C."
+    shown = model.requests[2].messages
+    assert [m.role for m in shown] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert [m.content for m in shown if m.role == "system"] == ["Be brief."]
+    assert [c.name for c in second.calls] == ["get_current_weather"]  # only this turn's calls
+    new_tool_messages = [m for m in second.messages[len(first.messages) :] if m.role == "tool"]
+    assert [m.tool_call_id for m in new_tool_messages] == [c.id for c in second.calls]
