@@ -127,7 +127,9 @@ def _bench(
     rows = read_rows(bench.results)
     plots = write_plots(out, rows)
     summary = write_summary(out, rows, plots)
-    mine = [r for r in rows if r["model"] == model and r["suite"] in (suite, "fanout")]
+    # The cost model runs fan-out entries; their rows belong to that suite.
+    row_suite = "fanout" if suite == "costmodel" else suite
+    mine = [r for r in rows if r["model"] == model and r["suite"] == row_suite]
     for convention in config.conventions:
         group = [r for r in mine if r["convention"] == convention]
         if group:

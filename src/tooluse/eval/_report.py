@@ -365,8 +365,9 @@ def _tokens_axes(ax: Any, rows: Sequence[Row], fit: Crossover | None) -> None:
         ax.axvline(fit.n_star, color="0.4", ls=":", lw=1.2)
         ax.annotate(
             f"N* ≈ {fit.n_star:.1f}",
-            xy=(fit.n_star, 0),
-            xytext=(4, 8),
+            xy=(fit.n_star, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -14),
             textcoords="offset points",
             color="0.3",
         )
@@ -398,8 +399,10 @@ def _tokens_axes(ax: Any, rows: Sequence[Row], fit: Crossover | None) -> None:
 
 
 def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
+    categories = sorted({r["category"] for r in rows})
+    markers = "os^vD<>"
     for convention in ("json", "code"):
-        for category in sorted({r["category"] for r in rows}):
+        for index, category in enumerate(categories):
             group: dict[int, list[bool]] = defaultdict(list)
             for r in rows:
                 if r["convention"] == convention and r["category"] == category:
@@ -408,13 +411,17 @@ def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
                 continue
             xs = sorted(group)
             ys = [100 * sum(group[x]) / len(group[x]) for x in xs]
-            style = "o-" if convention == "json" else "s--"
-            label = (
-                convention
-                if len({r["category"] for r in rows}) == 1
-                else f"{convention} ({category})"
+            label = convention if len(categories) == 1 else f"{convention} ({category})"
+            ax.plot(
+                xs,
+                ys,
+                ls="-" if convention == "json" else "--",
+                marker=markers[index % len(markers)],
+                color=_COLORS[convention],
+                label=label,
+                lw=1.5,
+                ms=4,
             )
-            ax.plot(xs, ys, style, color=_COLORS[convention], label=label, lw=1.5, ms=4)
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(-5, 108)
     ax.legend(frameon=False, fontsize=8)
@@ -424,7 +431,7 @@ def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
 def _category_plot(plt: Any, path: Path, rows: Sequence[Row]) -> None:
     keys = sorted({(r["suite"], r["category"]) for r in rows})
     conventions = _conventions(rows)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(keys) * len(conventions) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(keys) * len(conventions) + 2), 4.5))
     width = 0.8 / max(len(conventions), 1)
     for i, convention in enumerate(conventions):
         values = []
