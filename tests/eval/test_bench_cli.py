@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ def bench(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=180,
         check=False,
-        env={"PATH": str(TOOLUSE.parent), "COLUMNS": "120", "NO_COLOR": "1"},
+        env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"},
     )
 
 

@@ -198,13 +198,22 @@ def _echo(**arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+def shown_name(name: str) -> str:
+    """A function's name as tools show it: ``.`` becomes ``_``.
+
+    Provider APIs refuse dots in tool names (BFCL renames them the same way
+    for such models), and the code convention's stubs could not hold them.
+    """
+    return name.replace(".", "_")
+
+
 def bfcl_tool(function: Mapping[str, Any], language: str) -> Tool:
     description = str(function.get("description", ""))
     if language != "python":
         label = "Java 8" if language == "java" else "JavaScript"
         description += f" (A {label} function: every argument is {label} source text.)"
     return Tool.from_schema(
-        str(function["name"]),
+        shown_name(str(function["name"])),
         description,
         bfcl_parameters(function.get("parameters", {}), language),
         _echo,
@@ -300,7 +309,7 @@ def truth_calls(
             elif language == "javascript":
                 value = js_source(value, str(spec.get("type", "any")), item_type)
             arguments[param] = value
-        calls.append(Call(name, arguments))
+        calls.append(Call(shown_name(name), arguments))
     return calls
 
 
@@ -399,9 +408,17 @@ class BfclTask(Task):
         if self.entry.answer is None:
             raise BenchDataError(f"{self.id}: no ground truth")
         decoded = [{c.tool: dict(c.arguments)} for c in made]
-        verdict = check_ast(self.entry.functions, decoded, self.entry.answer, self.category)
+        verdict = check_ast(
+            self.entry.functions,
+            decoded,
+            self.entry.answer,
+            self.category,
+            dots_as_underscores=True,
+        )
         expected = [
-            Call(name, options) for item in self.entry.answer for name, options in item.items()
+            Call(shown_name(name), options)
+            for item in self.entry.answer
+            for name, options in item.items()
         ]
         metrics = call_metrics(expected, made, self._field_score)
         detail = None
@@ -418,7 +435,9 @@ class BfclTask(Task):
 
     def _field_score(self, expected: Call, made: Call) -> tuple[int, int]:
         """Fields right and compared, each judged by `check_ast` on that field alone."""
-        function = next((f for f in self.entry.functions if f["name"] == expected.tool), None)
+        function = next(
+            (f for f in self.entry.functions if shown_name(f["name"]) == expected.tool), None
+        )
         properties: Mapping[str, Any] = (function or {}).get("parameters", {}).get("properties", {})
         right = total = 0
         for param, options in expected.arguments.items():
