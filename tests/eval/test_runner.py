@@ -165,3 +165,18 @@ def test_object_tasks_need_one_worker(tmp_path: Path) -> None:
         Bench(BenchConfig("fanout", out=tmp_path, workers=2), [FanoutTask("listed", 2)])
     with pytest.raises(UsageError, match="conventions"):
         BenchConfig("fanout", out=tmp_path, conventions=("xml",))
+
+
+def test_the_summary_keeps_models_apart(tmp_path: Path) -> None:
+    from tooluse.eval import write_summary
+
+    tasks = [FanoutTask("listed", 2)]
+    Bench(BenchConfig("fanout", out=tmp_path, conventions=("json",)), tasks).run()
+    silent = ScriptedModel(lambda messages: {"content": "No idea."}, name="silent")
+    Bench(BenchConfig("fanout", out=tmp_path, model=silent, conventions=("json",)), tasks).run()
+    text = write_summary(tmp_path, read_rows(tmp_path / "results.jsonl")).read_text()
+    assert "Model: oracle, silent. Rows: 2." in text
+    assert "## fanout (oracle)" in text and "## fanout (silent)" in text
+    oracle_part, silent_part = text.split("## fanout (silent)")
+    assert "| listed | json | 1 | 100.0% |" in oracle_part.split("## fanout (oracle)")[1]
+    assert "| listed | json | 1 | 0.0% |" in silent_part

@@ -125,7 +125,8 @@ def _bench(
         bench.run(on_start=started, on_row=finished)
 
     rows = read_rows(bench.results)
-    plots = write_plots(out, rows)
+    # Plots show this model; the summary covers every model in the directory.
+    plots = write_plots(out, [r for r in rows if r["model"] == model])
     summary = write_summary(out, rows, plots)
     # The cost model runs fan-out entries; their rows belong to that suite.
     row_suite = "fanout" if suite == "costmodel" else suite
@@ -136,7 +137,7 @@ def _bench(
             right = sum(1 for r in group if r["correct"])
             err.print(f"{convention}: {right}/{len(group)} passed")
     if suite == "costmodel":
-        for fit in cost_fits(rows):
+        for fit in cost_fits([r for r in rows if r["model"] == model]):
             if fit.measure == "input_tokens" and fit.crossover.n_star is not None:
                 se = fit.crossover.n_star_se or 0.0
                 err.print(f"N* (fanout/{fit.variant}) = {fit.crossover.n_star:.1f} ± {se:.1f}")

@@ -181,11 +181,11 @@ def _crossing(c: Crossover) -> str:
     return f"{c.n_star:.1f}{se}{note}"
 
 
-def _cost_section(rows: Sequence[Row]) -> list[str]:
+def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
     fits = cost_fits(rows)
     paper = paper_crossover()
     lines = [
-        "## Token cost model (equations 229.1–229.3)",
+        f"## Token cost model (equations 229.1–229.3){of_model}",
         "",
         "Least-squares lines of tokens against fan-out width N. JSON: intercept S, slope "
         "c_a + c_r + c_o; code: intercept P + ℓ₀, slope γ. `input tokens` sums every "
@@ -266,7 +266,7 @@ def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
 
 
 def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
-    """``summary.md``: per suite, tables by category and convention, then the cost model."""
+    """``summary.md``: per model and suite, tables by category and convention; the cost model."""
     models = sorted({str(r["model"]) for r in rows})
     lines = [
         "# Benchmark summary",
@@ -278,18 +278,23 @@ def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
         "the calls paired with a needed call; (n) is how many entries each mean covers. "
         "Rounds, calls, tokens and wall time are means per entry.",
     ]
-    for suite in sorted({r["suite"] for r in rows}):
-        subset = [r for r in rows if r["suite"] == suite]
-        lines += ["", f"## {suite}", "", token_source_note(subset), ""]
-        lines += _table(subset, "category", lambda r: r["category"])
-        if suite in ("fanout", "chain", "rot") and any(r.get("width") for r in subset):
-            title = (
-                "Accuracy by width (passed/run)" if suite != "chain" else "Accuracy by chain length"
-            )
-            lines += ["", *_width_table(subset, title)]
-        lines += ["", *_failures(subset)]
-    if any(r["suite"] == "fanout" for r in rows):
-        lines += ["", *_cost_section(rows)]
+    for model in models:
+        mine = [r for r in rows if r["model"] == model]
+        of_model = f" ({model})" if len(models) > 1 else ""
+        for suite in sorted({r["suite"] for r in mine}):
+            subset = [r for r in mine if r["suite"] == suite]
+            lines += ["", f"## {suite}{of_model}", "", token_source_note(subset), ""]
+            lines += _table(subset, "category", lambda r: r["category"])
+            if suite in ("fanout", "chain", "rot") and any(r.get("width") for r in subset):
+                title = (
+                    "Accuracy by chain length (passed/run)"
+                    if suite == "chain"
+                    else "Accuracy by width (passed/run)"
+                )
+                lines += ["", *_width_table(subset, title)]
+            lines += ["", *_failures(subset)]
+        if any(r["suite"] == "fanout" for r in mine):
+            lines += ["", *_cost_section(mine, of_model)]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines).rstrip() + "\n"
