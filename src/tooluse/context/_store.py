@@ -35,7 +35,9 @@ Semantics a caller relies on:
   is quoted as an FTS5 string and the words are OR-ed, so operators, punctuation,
   unbalanced quotes and emoji are searched for (or ignored) rather than parsed.
   Scores are positive; higher is better. BM25 statistics are computed over the
-  whole file, so other namespaces influence scores but never results.
+  whole file, so other namespaces influence scores but never results. In a large
+  store a query's most common words are left out once its rarer words already
+  match about `ContextStore.max_query_rows` items (see `ContextStore.query`).
 """
 
 from __future__ import annotations
@@ -302,7 +304,10 @@ class ContextStore:
     """Offloaded context for one namespace of a SQLite file (see the module docs).
 
     `path` is a file path or ``":memory:"`` (private to this store and its
-    `with_namespace` views). The file and its schema are created on first use.
+    `with_namespace` views); the file and its schema are created on first use.
+    `synchronous` chooses what a commit survives: ``"NORMAL"`` the death of the
+    process, ``"FULL"`` also an operating-system crash or power loss. `timeout` is
+    how long a write waits for another process's write to finish.
     """
 
     #: Roughly how many matching rows a query may rank (see `query`).
