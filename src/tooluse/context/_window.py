@@ -98,6 +98,7 @@ class ContextWindow:
         self.marker_tokens = 0
         self.last_tokens = 0
         self._run_cache: list[tuple[int, int, str]] | None = []
+        self._view: list[Message] | None = []
         self.offloaded_by_harness = 0
         self.offloaded_by_agent = 0
         self.queries = 0
@@ -115,6 +116,8 @@ class ContextWindow:
         self._index[message.id] = entry
         self.live_tokens += entry.tokens
         self.last_tokens = entry.tokens
+        if self._view is not None:
+            self._view.append(self._render(entry))
 
     def _prefix(self, message: Message) -> str:
         return f"[{message.id}] " if self.policy.show_ids and message.role != "system" else ""
@@ -178,7 +181,28 @@ class ContextWindow:
         return self.live_tokens + self.marker_tokens
 
     def messages(self) -> list[Message]:
-        """The window as the next request carries it."""
+        """The window as the next request carries it.
+
+        Kept between rounds and extended as messages arrive; rebuilt only after
+        something left the window, so a round costs the same at any length.
+        """
+        if self._view is None:
+            self._view = self._build()
+        return list(self._view)
+
+    def _render(self, entry: _Entry) -> Message:
+        message = entry.message
+        shown = self._prefix(message) + entry.text if entry.text else message.content
+        return Message(
+            message.role,
+            shown,
+            message.tool_calls,
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+            id=message.id,
+        )
+
+    def _build(self) -> list[Message]:
         runs = {first: (last, marker) for first, last, marker in self._runs()}
         out: list[Message] = []
         position = 0
@@ -196,17 +220,7 @@ class ContextWindow:
             if entry.state == "summary":
                 out.append(Message("user", entry.marker, id=message.id))
                 continue
-            shown = self._prefix(message) + entry.text if entry.text else message.content
-            out.append(
-                Message(
-                    message.role,
-                    shown,
-                    message.tool_calls,
-                    tool_call_id=message.tool_call_id,
-                    name=message.name,
-                    id=message.id,
-                )
-            )
+            out.append(self._render(entry))
         return out
 
     # --- what may leave the window --------------------------------------------------
@@ -237,6 +251,7 @@ class ContextWindow:
         entry.state = "offloaded"
         self.live_tokens -= entry.tokens
         self._run_cache = None
+        self._view = None
 
     def _move_groups(
         self, chosen: list[tuple[int, _Entry]], tags: Sequence[str], by: str
