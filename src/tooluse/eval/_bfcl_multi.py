@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import RunResult, Tool, Toolbox
-from ._bfcl import bfcl_parameters, data_dir, read_jsonl
+from ._bfcl import BrokenTask, bfcl_parameters, data_dir, read_jsonl
 from ._metrics import call_metrics
 from ._oracle import statements_script
 from ._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
@@ -306,8 +306,6 @@ def multi_turn_tasks(
     categories: Sequence[str], *, directory: Path | None = None, limit: int | None = None
 ) -> list[Task]:
     """Tasks for the given multi-turn categories (``limit``: the first N of each)."""
-    from ._bfcl import BrokenTask
-
     where = directory or data_dir()
     tasks: list[Task] = []
     for category in categories:
