@@ -10,7 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = [[], ["run"], ["tools"], ["tools", "show"], ["sim"], ["sim", "buffer"], ["sim", "runtime"]]
+COMMANDS = [
+    [],
+    ["run"],
+    ["tools"],
+    ["tools", "show"],
+    ["sim"],
+    ["sim", "buffer"],
+    ["sim", "runtime"],
+]
+COMMANDS += [["bench"], *(["bench", s] for s in ("bfcl", "fanout", "chain", "rot", "costmodel"))]
 
 
 def help_text(args: list[str]) -> str:

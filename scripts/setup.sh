@@ -30,5 +30,7 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     "$VENV/bin/python" -m pip install -q -e ".[dev]"
     # BFCL's data and official checkers, without its provider SDKs and torch.
     "$VENV/bin/python" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
+    # BFCL's MathAPI backend needs it; the version bfcl-eval pins.
+    "$VENV/bin/python" -m pip install -q "mpmath==1.3.0"
     touch "$stamp"
 fi

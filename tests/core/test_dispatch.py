@@ -212,3 +212,30 @@ async def test_repairs_are_recorded_on_the_call() -> None:
     (outcome,) = await Dispatcher(Toolbox([echo])).run([call("echo", '{"text": "hi",}')])
     assert isinstance(outcome, CallRecord) and outcome.result == "hi"
     assert outcome.repairs == ("removed trailing commas",)
+
+
+async def test_a_tool_mutating_its_arguments_does_not_rewrite_the_record() -> None:
+    from tooluse import Tool
+
+    def append(items: list[str]) -> int:
+        items.append("added by the tool")
+        return len(items)
+
+    raw = Tool.from_schema(
+        "append",
+        "Append.",
+        {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}},
+        append,
+    )
+
+    @tool
+    def typed_append(items: list[str]) -> int:
+        """Append."""
+        items.append("added")
+        return len(items)
+
+    outcomes = await Dispatcher(Toolbox([raw, typed_append])).run(
+        [call("append", {"items": ["a"]}, "1"), call("typed_append", {"items": ["a"]}, "2")]
+    )
+    assert [o.arguments for o in outcomes] == [{"items": ["a"]}, {"items": ["a"]}]
+    assert [o.content for o in outcomes] == ["2", "2"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import keyword
@@ -73,7 +74,8 @@ class Tool:
         the nested JSON; raw-schema tools get the JSON values unchanged.
         """
         if self._adapter is None:
-            return dict(arguments)
+            # A copy: a tool that mutates its arguments must not rewrite the record.
+            return copy.deepcopy(dict(arguments))
         model = self._adapter.validate_python(dict(arguments))
         return {name: getattr(model, name) for name in type(model).model_fields}
 
