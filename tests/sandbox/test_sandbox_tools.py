@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -186,6 +187,64 @@ async def test_plain_function_handler(sandbox: Sandbox) -> None:
     assert result.stdout == "42\n"
 
 
+async def test_async_handler_runs_in_a_task(sandbox: Sandbox) -> None:
+    # Handlers that finish at once skip the event loop's scheduling, but an async handler
+    # still runs as a task: asyncio.timeout() and libraries that look for the current task
+    # (anyio, httpx) work in it.
+    async def handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        async with asyncio.timeout(5):
+            return ToolReply.ok(asyncio.current_task() is not None)
+
+    result = await sandbox.execute(
+        "import tools\nprint(tools.echo(1), tools.echo(2))", tools=[ECHO], handler=handler
+    )
+    assert result.stdout == "True True\n"
+
+
+async def test_large_arguments_and_results(sandbox: Sandbox) -> None:
+    # Several MiB each way: more than one read per line, and more than the socket buffers
+    # hold, so the host keeps what the script has not read yet.
+    script = (
+        "import tools\n"
+        "sent = 'ab' * 1_500_000\n"
+        "back = tools.echo(sent)\n"
+        "print(len(back), back == sent, tools.echo('small'))\n"
+    )
+    result = await run(sandbox, script)
+    assert result.status == "ok", result.error
+    assert result.stdout == "3000000 True small\n"
+
+
+async def test_replies_the_script_never_reads(sandbox: Sandbox) -> None:
+    # Forged calls whose replies outgrow the socket buffer; the script ends without
+    # reading them and the host neither blocks nor fails.
+    script = (
+        "import json, tools\n"
+        "cells = [cell.cell_contents for cell in tools.echo.__closure__]\n"
+        "sock = next(c.sock for c in cells if hasattr(c, 'sock'))\n"
+        "call = {'t': 'call', 'name': 'echo', 'args': {'value': 'x' * 10_000}}\n"
+        "for i in range(300):\n"
+        "    sock.sendall(json.dumps({**call, 'id': 10_000 + i}).encode() + b'\\n')\n"
+        "print('sent')\n"
+    )
+    result = await run(sandbox, script)
+    assert (result.status, result.stdout) == ("ok", "sent\n"), result.error
+
+
+async def test_circular_result_becomes_a_tool_error(sandbox: Sandbox) -> None:
+    def handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        loop: list[object] = []
+        loop.append(loop)
+        return ToolReply.ok(loop)
+
+    script = (
+        "import tools\ntry:\n    tools.echo(1)\nexcept tools.ToolError as e:\n"
+        '    print(e.kind, str(e).startswith("the tool\'s result is not a JSON value"))'
+    )
+    result = await sandbox.execute(script, tools=[ECHO], handler=handler)
+    assert result.stdout == "internal True\n"
+
+
 async def test_custom_module_name(sandbox: Sandbox) -> None:
     result = await run(
         sandbox, "import weather_api as w\nprint(w.echo('hi'))", module_name="weather_api"
@@ -204,7 +263,7 @@ async def test_forged_call_to_an_unpublished_tool_is_refused(sandbox: Sandbox) -
         "print(sock.recv(1000).decode().strip())\n"
     )
     result = await run(sandbox, script, host)
-    assert '"kind": "unknown_tool"' in result.stdout
+    assert json.loads(result.stdout)["kind"] == "unknown_tool"
     assert host.calls == []
 
 

@@ -2,17 +2,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import json
 import os
 import signal
 import socket
+import sys
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import SandboxError
 from ._limits import SandboxLimits
 from ._output import OutputCapture
+from ._server import json_encoder
 from ._types import ExecResult, ExecStatus, Handler, LimitName, ProxySpec, ToolReply
 
 if TYPE_CHECKING:
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Execution"]
 
 _MAX_LINE = 32 * 1024 * 1024
+_RECV_SIZE = 1 << 16
 # After asking the server to kill a script, how long to wait for its pipes to close before
 # declaring the sandbox broken.
 _KILL_GRACE_S = 3.0
@@ -55,9 +60,16 @@ class Execution:
         self._stdout = OutputCapture(limits.max_output_bytes)
         self._stderr = OutputCapture(limits.max_output_bytes)
         self._flood_bytes = limits.flood_limit_mb * 1024 * 1024
-        self._semaphore = asyncio.Semaphore(limits.max_concurrent_calls)
-        self._call_tasks: set[asyncio.Task[None]] = set()
+        # Calls accepted but not started, and how many are running: at most
+        # limits.max_concurrent_calls at once.
+        self._waiting: deque[dict[str, Any]] = deque()
+        self._running = 0
+        self._starting = False
+        # Calls running as tasks, with what each awaits.
+        self._call_tasks: dict[int, tuple[asyncio.Task[None], Awaitable[object]]] = {}
+        self._task_keys = itertools.count()
         self._calls_made = 0
+        self._closed = False
         self._done: dict[str, Any] | None = None
         self._exit: dict[str, Any] | None = None
         self._stop_reason: LimitName | None = None
@@ -97,9 +109,7 @@ class Execution:
             _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
         loop = asyncio.get_running_loop()
-        _transport, self._channel = await loop.create_unix_connection(
-            lambda: _CallChannel(self._on_message, self._on_oversized), sock=host_end
-        )
+        self._channel = _CallChannel(host_end, self._on_message, self._on_oversized)
         calls = self._channel.ended
         try:
             try:
@@ -133,10 +143,19 @@ class Execution:
             calls.cancel()
             raise
         finally:
+            self._closed = True
+            self._waiting.clear()
             for pipe in pipes:
                 pipe.close()
-            for call in self._call_tasks:
+            for call, pending in self._call_tasks.values():
                 call.cancel()
+                # A task cancelled before its first step never awaits the handler's
+                # coroutine; closed here, it is not reported as never awaited.
+                if (
+                    inspect.iscoroutine(pending)
+                    and inspect.getcoroutinestate(pending) == inspect.CORO_CREATED
+                ):
+                    pending.close()
             self._channel.close()
         return self._result(time.perf_counter() - started)
 
@@ -151,7 +170,7 @@ class Execution:
     def _on_message(self, line: bytes) -> bool:
         """Handle one line from the script; False once no more are wanted."""
         try:
-            message = json.loads(line)
+            message = _decode(line.decode())[0]
         except ValueError:
             return True
         if not isinstance(message, dict):
@@ -177,34 +196,42 @@ class Execution:
             )
             return
         self._calls_made += 1
-        task = asyncio.ensure_future(self._run_call(message))
-        self._call_tasks.add(task)
-        task.add_done_callback(self._call_tasks.discard)
+        if self._waiting or self._running >= self._limits.max_concurrent_calls:
+            self._waiting.append(message)
+        else:
+            self._start_call(message)
 
-    async def _run_call(self, message: dict[str, Any]) -> None:
+    def _start_call(self, message: dict[str, Any]) -> None:
+        # A handler that answers without awaiting is answered right here, in the callback
+        # that read the call: no task, no extra turn of the event loop.
         call_id = message.get("id")
-        async with self._semaphore:
-            reply = await self._invoke(message.get("name"), message.get("args"))
-        try:
-            if reply.kind is None:
-                line = json.dumps({"id": call_id, "ok": True, "value": reply.value})
-            else:
-                line = json.dumps(
-                    {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
-                )
-        except (TypeError, ValueError) as exc:
-            line = json.dumps(
-                {
-                    "id": call_id,
-                    "ok": False,
-                    "kind": "internal",
-                    "message": f"the tool's result is not a JSON value: {exc}",
-                }
-            )
-        assert self._channel is not None
-        self._channel.send(line.encode() + b"\n")
+        reply = self._invoke(message.get("name"), message.get("args"))
+        if isinstance(reply, ToolReply):
+            self._send_reply(call_id, reply)
+            return
+        self._running += 1
+        key = next(self._task_keys)
+        task = _start_task(asyncio.get_running_loop(), self._finish_call(key, call_id, reply))
+        if not task.done():
+            self._call_tasks[key] = (task, reply)
 
-    async def _invoke(self, name: object, arguments: object) -> ToolReply:
+    def _start_waiting(self) -> None:
+        if self._starting:
+            # A call that finished as it started (an eager task): the loop below goes on.
+            return
+        self._starting = True
+        try:
+            while (
+                self._waiting
+                and self._running < self._limits.max_concurrent_calls
+                and not self._closed
+            ):
+                self._start_call(self._waiting.popleft())
+        finally:
+            self._starting = False
+
+    def _invoke(self, name: object, arguments: object) -> ToolReply | Awaitable[object]:
+        """The reply, or what to await for it."""
         if not isinstance(name, str) or name not in self._tools:
             return ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
         if not isinstance(arguments, dict):
@@ -213,17 +240,30 @@ class Execution:
             return ToolReply.fail(f"no handler serves tool {name!r}", kind="internal")
         try:
             reply = self._handler(name, arguments)
-            if inspect.isawaitable(reply):
-                reply = await reply
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
-            return ToolReply.fail(f"{type(exc).__name__}: {exc}", kind="internal")
-        if not isinstance(reply, ToolReply):
-            return ToolReply.fail(
-                f"the handler returned {type(reply).__name__}, not ToolReply", kind="internal"
-            )
+            return _handler_failed(exc)
+        if isinstance(reply, ToolReply) or not inspect.isawaitable(reply):
+            return _checked(reply)
         return reply
+
+    async def _finish_call(self, key: int, call_id: object, pending: Awaitable[object]) -> None:
+        try:
+            try:
+                reply = _checked(await pending)
+            except Exception as exc:
+                reply = _handler_failed(exc)
+            self._send_reply(call_id, reply)
+        finally:
+            self._running -= 1
+            # Forgotten here rather than in a done callback, which would cost another turn
+            # of the event loop per call.
+            self._call_tasks.pop(key, None)
+        if self._waiting:
+            self._start_waiting()
+
+    def _send_reply(self, call_id: object, reply: ToolReply) -> None:
+        assert self._channel is not None
+        self._channel.send(_reply_line(call_id, reply))
 
     # -- output ------------------------------------------------------------------------------
 
@@ -294,6 +334,61 @@ class Execution:
         return "ok", None, None
 
 
+_encode = json_encoder()
+# raw_decode: the lines the script writes need no check for surrounding whitespace.
+_decode = json.JSONDecoder().raw_decode
+
+
+if sys.version_info >= (3, 12):
+
+    def _start_task(
+        loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None]
+    ) -> asyncio.Task[None]:
+        # Runs at once up to its first await, as a task (so asyncio.timeout() and the
+        # like work in the handler); most handlers finish right there.
+        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+
+else:
+
+    def _start_task(
+        loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None]
+    ) -> asyncio.Task[None]:
+        # Before 3.12 a task cannot start eagerly: it runs at the loop's next turn.
+        return loop.create_task(coroutine)
+
+
+def _reply_line(call_id: object, reply: ToolReply) -> bytes:
+    try:
+        if reply.kind is None:
+            line = _encode({"id": call_id, "ok": True, "value": reply.value})
+        else:
+            line = _encode(
+                {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
+            )
+    except (TypeError, ValueError, RecursionError) as exc:
+        line = _encode(
+            {
+                "id": call_id,
+                "ok": False,
+                "kind": "internal",
+                "message": f"the tool's result is not a JSON value: {exc}",
+            }
+        )
+    return line.encode() + b"\n"
+
+
+def _checked(reply: object) -> ToolReply:
+    if isinstance(reply, ToolReply):
+        return reply
+    return ToolReply.fail(
+        f"the handler returned {type(reply).__name__}, not ToolReply", kind="internal"
+    )
+
+
+def _handler_failed(exc: Exception) -> ToolReply:
+    return ToolReply.fail(f"{type(exc).__name__}: {exc}", kind="internal")
+
+
 def _seconds(value: float) -> str:
     return f"{value:g}s"
 
@@ -351,52 +446,104 @@ class _Pipe:
             self.eof.cancel()
 
 
-class _CallChannel(asyncio.Protocol):
-    """The host end of the tool channel: JSON lines in, JSON lines out."""
+class _CallChannel:
+    """The host end of the tool channel: JSON lines in, JSON lines out.
 
-    def __init__(self, on_line: Callable[[bytes], bool], on_oversized: Callable[[], None]) -> None:
+    The socket is read and written directly from the event loop's reader callback rather
+    than through a transport: a call its handler answers at once costs one ``recv`` and one
+    ``send``, and one turn of the loop.
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        on_line: Callable[[bytes], bool],
+        on_oversized: Callable[[], None],
+    ) -> None:
+        self._sock = sock
+        self._fd = sock.fileno()
         self._on_line = on_line
         self._on_oversized = on_oversized
-        self._buffer = bytearray()
-        self._transport: asyncio.Transport | None = None
-        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._partial = bytearray()
+        self._unsent = bytearray()
+        self._loop = asyncio.get_running_loop()
+        self.ended: asyncio.Future[None] = self._loop.create_future()
+        sock.setblocking(False)
+        self._loop.add_reader(self._fd, self._read)
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        if self.ended.done():
+    def _read(self) -> None:
+        try:
+            data = self._sock.recv(_RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
             return
-        self._buffer += data
-        start = 0
-        while (end := self._buffer.find(b"\n", start)) >= 0:
-            line = bytes(self._buffer[start:end])
-            start = end + 1
+        except OSError:
+            data = b""
+        if not data:
+            self._finish()
+            return
+        lines = data.split(b"\n")
+        if self._partial:
+            self._partial += lines[0]
+            if len(lines) == 1:
+                self._check_partial()
+                return
+            lines[0] = bytes(self._partial)
+            self._partial.clear()
+        rest = lines.pop()
+        for line in lines:
             if not self._on_line(line):
                 self._finish()
                 return
-        del self._buffer[:start]
-        if len(self._buffer) > _MAX_LINE:
+        if rest:
+            self._partial += rest
+            self._check_partial()
+
+    def _check_partial(self) -> None:
+        if len(self._partial) > _MAX_LINE:
             self._on_oversized()
             self._finish()
 
-    def eof_received(self) -> bool:
-        self._finish()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._finish()
-
     def send(self, data: bytes) -> None:
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.write(data)
+        if self._fd < 0:
+            return
+        if not self._unsent:
+            try:
+                sent = self._sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                # The script is gone: nobody is left to read the reply.
+                return
+            if sent == len(data):
+                return
+            # The script is not reading its replies as fast as they come: keep the rest
+            # until it does.
+            self._loop.add_writer(self._fd, self._write_unsent)
+            self._unsent += memoryview(data)[sent:]
+        else:
+            self._unsent += data
+
+    def _write_unsent(self) -> None:
+        try:
+            sent = self._sock.send(self._unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            sent = len(self._unsent)
+        del self._unsent[:sent]
+        if not self._unsent:
+            self._loop.remove_writer(self._fd)
 
     def close(self) -> None:
         self._finish()
-        if self._transport is not None:
-            self._transport.close()
+        if self._fd >= 0:
+            self._loop.remove_writer(self._fd)
+            self._fd = -1
+            self._unsent.clear()
+            self._sock.close()
 
     def _finish(self) -> None:
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
         if not self.ended.done():
             self.ended.set_result(None)

@@ -625,6 +625,41 @@ def _format_exception(exc: BaseException) -> str:
 # -- the tool channel and the module the script imports --------------------------------------
 
 
+def json_encoder(*, allow_nan: bool = True) -> Callable[[object], str]:
+    """``json.JSONEncoder(separators=(",", ":"), allow_nan=...).encode``, set up once.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call, which costs more than
+    encoding a tool call. Circular references raise RecursionError, not ValueError.
+    """
+    encoder = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=allow_nan)
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is None:
+        return encoder.encode
+    chunks = make_encoder(
+        None,
+        encoder.default,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ":",
+        ",",
+        False,
+        False,
+        allow_nan,
+    )
+
+    def encode(value: object) -> str:
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+# Every tool call encodes its arguments and decodes its reply: build the codecs once.
+_encode_arguments = json_encoder(allow_nan=False)
+# raw_decode: the host writes one JSON object per line and nothing else, so the checks for
+# surrounding whitespace that decode() makes are not needed.
+_decode = json.JSONDecoder().raw_decode
+
+
 class _Channel:
     """Client end of the tool channel: requests carry ids, replies may arrive in any order."""
 
@@ -643,14 +678,12 @@ class _Channel:
     def encode_call(self, name: str, arguments: dict[str, object]) -> tuple[int, bytes]:
         self.next_id += 1
         try:
-            line = json.dumps(
-                {"t": "call", "id": self.next_id, "name": name, "args": arguments},
-                separators=(",", ":"),
-                allow_nan=False,
-            )
-        except (TypeError, ValueError) as exc:
+            encoded = _encode_arguments(arguments)
+        except (TypeError, ValueError, RecursionError) as exc:
             raise TypeError(f"arguments to {name}() must be JSON values: {exc}") from None
-        return self.next_id, line.encode() + b"\n"
+        # A tool name is an identifier: nothing in it needs escaping.
+        line = f'{{"t":"call","id":{self.next_id},"name":"{name}","args":{encoded}}}\n'
+        return self.next_id, line.encode()
 
     def call(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
         call_id, line = self.encode_call(name, arguments)
@@ -658,9 +691,10 @@ class _Channel:
         return self.wait(call_id)
 
     def wait(self, call_id: int) -> dict[str, Any]:
-        while call_id not in self.replies:
+        replies = self.replies
+        while call_id not in replies:
             self.pump(block=True)
-        return self.replies.pop(call_id)
+        return replies.pop(call_id)
 
     def pump(self, block: bool) -> None:
         try:
@@ -669,17 +703,23 @@ class _Channel:
             return
         if not data:
             raise ConnectionError("the host closed the tool channel")
-        self.buffer += data
-        start = 0
-        while (end := self.buffer.find(b"\n", start)) >= 0:
-            reply = json.loads(self.buffer[start:end])
-            start = end + 1
-            future = self.futures.pop(reply["id"], None)
+        lines = data.split(b"\n")
+        if len(lines) == 1:
+            self.buffer += data
+            return
+        if self.buffer:
+            self.buffer += lines[0]
+            lines[0] = bytes(self.buffer)
+            self.buffer.clear()
+        self.buffer += lines.pop()
+        futures = self.futures
+        for line in lines:
+            reply = _decode(line.decode())[0]
+            future = futures.pop(reply["id"], None) if futures else None
             if future is None:
                 self.replies[reply["id"]] = reply
             elif not future.done():
                 future.set_result(reply)
-        del self.buffer[:start]
 
     async def call_async(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
@@ -723,9 +763,7 @@ def _build_module(
                 f"{name}() takes {len(params)} positional argument"
                 f"{'' if len(params) == 1 else 's'} but {len(args)} were given"
             )
-        bound: dict[str, object] = {}
-        for param, value in zip(params, args, strict=False):
-            bound[param] = value
+        bound: dict[str, object] = dict(zip(params, args, strict=False))
         for key, value in kwargs.items():
             if key in bound:
                 raise TypeError(f"{name}() got multiple values for argument '{key}'")
