@@ -204,16 +204,29 @@ class Execution:
     def _start_call(self, message: dict[str, Any]) -> None:
         # A handler that answers without awaiting is answered right here, in the callback
         # that read the call: no task, no extra turn of the event loop.
-        call_id = message.get("id")
-        reply = self._invoke(message.get("name"), message.get("args"))
-        if isinstance(reply, ToolReply):
-            self._send_reply(call_id, reply)
-            return
-        self._running += 1
-        key = next(self._task_keys)
-        task = _start_task(asyncio.get_running_loop(), self._finish_call(key, call_id, reply))
-        if not task.done():
-            self._call_tasks[key] = (task, reply)
+        call_id, name, arguments = message.get("id"), message.get("name"), message.get("args")
+        if not isinstance(name, str) or name not in self._tools:
+            reply = ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
+        elif not isinstance(arguments, dict):
+            reply = ToolReply.fail("arguments must be a JSON object", kind="validation")
+        elif self._handler is None:
+            reply = ToolReply.fail(f"no handler serves tool {name!r}", kind="internal")
+        else:
+            try:
+                outcome = self._handler(name, arguments)
+            except Exception as exc:
+                outcome = _handler_failed(exc)
+            if not isinstance(outcome, ToolReply) and inspect.isawaitable(outcome):
+                self._running += 1
+                key = next(self._task_keys)
+                task = _create_task(
+                    asyncio.get_running_loop(), self._finish_call(key, call_id, outcome)
+                )
+                if not task.done():
+                    self._call_tasks[key] = (task, outcome)
+                return
+            reply = _checked(outcome)
+        self._send_reply(call_id, reply)
 
     def _start_waiting(self) -> None:
         if self._starting:
@@ -229,22 +242,6 @@ class Execution:
                 self._start_call(self._waiting.popleft())
         finally:
             self._starting = False
-
-    def _invoke(self, name: object, arguments: object) -> ToolReply | Awaitable[object]:
-        """The reply, or what to await for it."""
-        if not isinstance(name, str) or name not in self._tools:
-            return ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
-        if not isinstance(arguments, dict):
-            return ToolReply.fail("arguments must be a JSON object", kind="validation")
-        if self._handler is None:
-            return ToolReply.fail(f"no handler serves tool {name!r}", kind="internal")
-        try:
-            reply = self._handler(name, arguments)
-        except Exception as exc:
-            return _handler_failed(exc)
-        if isinstance(reply, ToolReply) or not inspect.isawaitable(reply):
-            return _checked(reply)
-        return reply
 
     async def _finish_call(self, key: int, call_id: object, pending: Awaitable[object]) -> None:
         try:
@@ -262,8 +259,24 @@ class Execution:
             self._start_waiting()
 
     def _send_reply(self, call_id: object, reply: ToolReply) -> None:
+        try:
+            if reply.kind is None:
+                line = _encode({"id": call_id, "ok": True, "value": reply.value})
+            else:
+                line = _encode(
+                    {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
+                )
+        except (TypeError, ValueError, RecursionError) as exc:
+            line = _encode(
+                {
+                    "id": call_id,
+                    "ok": False,
+                    "kind": "internal",
+                    "message": f"the tool's result is not a JSON value: {exc}",
+                }
+            )
         assert self._channel is not None
-        self._channel.send(_reply_line(call_id, reply))
+        self._channel.send(line.encode() + b"\n")
 
     # -- output ------------------------------------------------------------------------------
 
@@ -341,7 +354,7 @@ _decode = json.JSONDecoder().raw_decode
 
 if sys.version_info >= (3, 12):
 
-    def _start_task(
+    def _create_task(
         loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None]
     ) -> asyncio.Task[None]:
         # Runs at once up to its first await, as a task (so asyncio.timeout() and the
@@ -350,31 +363,11 @@ if sys.version_info >= (3, 12):
 
 else:
 
-    def _start_task(
+    def _create_task(
         loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None]
     ) -> asyncio.Task[None]:
         # Before 3.12 a task cannot start eagerly: it runs at the loop's next turn.
         return loop.create_task(coroutine)
-
-
-def _reply_line(call_id: object, reply: ToolReply) -> bytes:
-    try:
-        if reply.kind is None:
-            line = _encode({"id": call_id, "ok": True, "value": reply.value})
-        else:
-            line = _encode(
-                {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
-            )
-    except (TypeError, ValueError, RecursionError) as exc:
-        line = _encode(
-            {
-                "id": call_id,
-                "ok": False,
-                "kind": "internal",
-                "message": f"the tool's result is not a JSON value: {exc}",
-            }
-        )
-    return line.encode() + b"\n"
 
 
 def _checked(reply: object) -> ToolReply:

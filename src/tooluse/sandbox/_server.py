@@ -688,7 +688,10 @@ class _Channel:
     def call(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
         call_id, line = self.encode_call(name, arguments)
         self.sock.sendall(line)
-        return self.wait(call_id)
+        replies = self.replies
+        while call_id not in replies:
+            self.pump(block=True)
+        return replies.pop(call_id)
 
     def wait(self, call_id: int) -> dict[str, Any]:
         replies = self.replies
