@@ -6,7 +6,8 @@ Rows:
 - startup: Sandbox() to ready (bubblewrap, fork server, first pre-forked worker).
 - script latency: a trivial script, request to result, p50/p95.
 - tool call round trip: a script making sequential calls to an echo tool; per call,
-  after subtracting the trivial script's latency.
+  after subtracting the trivial script's latency. The host handler is ``async``; the same
+  calls answered by a plain-function handler are reported under the table.
 - fan-out: 100 calls to a host tool that sleeps 20 ms, issued concurrently.
 - cpu loop: a million-iteration loop, request to result, and its ratio to plain CPython
   ``exec`` of the same code in this process, measured alternately with it.
@@ -31,7 +32,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tooluse.sandbox import IsolationMode, ProxySpec, Sandbox, SandboxLimits, ToolReply
+from tooluse.sandbox import Handler, IsolationMode, ProxySpec, Sandbox, SandboxLimits, ToolReply
 
 TRIVIAL = "x = 1\nprint(x)"
 LOOP = "total = 0\nfor i in range(1_000_000):\n    total += i\nprint(total)"
@@ -70,6 +71,9 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
             await asyncio.sleep(0.02)
         return ToolReply.ok(arguments.get("x"))
 
+    def plain_handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        return ToolReply.ok(arguments.get("x"))
+
     tools = [ProxySpec("echo", ["x"]), ProxySpec("slow", ["x"])]
     limits = SandboxLimits(max_calls=None, max_concurrent_calls=100)
     started = time.perf_counter()
@@ -81,9 +85,9 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
     out: dict[str, Any] = {"isolation": sb.isolation, "startup_ms": startup * 1000}
     try:
 
-        async def run(script: str) -> float:
+        async def run(script: str, host: Handler = handler) -> float:
             begin = time.perf_counter()
-            result = await sb.execute(script, tools=tools, handler=handler, timeout=60)
+            result = await sb.execute(script, tools=tools, handler=host, timeout=60)
             if result.status != "ok":
                 raise RuntimeError(f"tooluse failed: {result.error}")
             return time.perf_counter() - begin
@@ -98,6 +102,9 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
         with_calls = statistics.median([await run(calls_script) for _ in range(3)])
         per_call = (with_calls - statistics.median(latencies)) / args.calls
         out["call_round_trip_us"] = per_call * 1e6
+        with_plain = statistics.median([await run(calls_script, plain_handler) for _ in range(3)])
+        per_call = (with_plain - statistics.median(latencies)) / args.calls
+        out["call_round_trip_plain_handler_us"] = per_call * 1e6
 
         fanout = "import tools\nr = tools.parallel(tools.slow, range(100))\nassert len(r) == 100"
         out["fanout_100x20ms_ms"] = statistics.median([await run(fanout) for _ in range(3)]) * 1000
@@ -278,6 +285,9 @@ def main() -> None:
         extra = {k: v for k, v in row.items() if k.endswith(("note", "isolation", "startup_ms"))}
         if "fanout_gather_ms" in row:
             extra["fan-out with asyncio.gather"] = f"{row['fanout_gather_ms']:.1f} ms"
+        if "call_round_trip_plain_handler_us" in row:
+            plain = row["call_round_trip_plain_handler_us"]
+            extra["call rt with a plain-function handler"] = f"{plain:.0f} µs"
         if extra:
             print(f"{name}: " + "; ".join(f"{k}={_short(v)}" for k, v in extra.items()))
     load = os.getloadavg()[0]
