@@ -100,3 +100,36 @@ def test_cli_against_the_server(server: ChatServer) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["status"] == "completed" and data["usage"]["input_tokens"] == 1410
+
+
+async def test_dotted_tool_names_are_mapped_on_the_wire_and_back(server: ChatServer) -> None:
+    from tooluse import Tool
+
+    seen: list[int] = []
+
+    def factorial(number: int) -> int:
+        seen.append(number)
+        result = 1
+        for i in range(2, number + 1):
+            result *= i
+        return result
+
+    dotted = Tool.from_schema(
+        "math.factorial",
+        "Factorial of a number.",
+        {"type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]},
+        factorial,
+    )
+    server.enqueue(
+        completion(tool_calls=[tool_call("a", "math_factorial", {"number": 5})]),
+        completion("120"),
+    )
+    model = OpenAIChat("m", base_url=server.base_url, api_key="k")
+    result = await Agent(model, [dotted]).arun("5!")
+    await model.aclose()
+    assert result.status == "completed" and seen == [5]
+    assert [c.name for c in result.calls] == ["math.factorial"]
+    first, second = (r.json for r in server.requests)
+    assert [t["function"]["name"] for t in first["tools"]] == ["math_factorial"]
+    history_call = second["messages"][-2]["tool_calls"][0]["function"]["name"]
+    assert history_call == "math_factorial"

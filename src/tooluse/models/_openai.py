@@ -6,13 +6,14 @@ llama.cpp's server and most hosted gateways.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
 
 from .._exceptions import ModelError, ModelResponseError, UsageError
-from .._messages import Usage, openai_messages, parse_openai_message
+from .._messages import ToolCall, Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
 from ._base import Model, ModelRequest, ModelResponse
 from ._retry import (
@@ -108,7 +109,7 @@ class OpenAIChat(Model):
     async def respond(self, request: ModelRequest) -> ModelResponse:
         if self._closed:
             raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params = self._params(request)
+        params, names = self._params(request)
         raw = await with_retries(
             lambda: self._client.chat.completions.with_raw_response.create(**params),
             catch=openai.OpenAIError,
@@ -116,7 +117,13 @@ class OpenAIChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        return self._read(raw.content)
+        response = self._read(raw.content)
+        if names:
+            ours = {wire: name for name, wire in names.items()}
+            response.tool_calls = [
+                ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
+            ]
+        return response
 
     async def aclose(self) -> None:
         """Close the HTTP client, unless it was passed in; the model is unusable after."""
@@ -126,15 +133,29 @@ class OpenAIChat(Model):
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest) -> dict[str, Any]:
+    def _params(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, str]]:
+        names = wire_names([t.name for t in request.tools])
+        messages = openai_messages(request.messages)
+        if names:
+            for message in messages:
+                for call in message.get("tool_calls", ()):
+                    function = call["function"]
+                    function["name"] = names.get(function["name"], function["name"])
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": openai_messages(request.messages),
+            "messages": messages,
             "timeout": self.timeout,
         }
         if request.tools:
-            params["tools"] = [to_openai(t, strict=self.strict_tools) for t in request.tools]
-            params["tool_choice"] = _tool_choice(request)
+            tools = [to_openai(t, strict=self.strict_tools) for t in request.tools]
+            for rendered in tools:
+                function = rendered["function"]
+                function["name"] = names.get(function["name"], function["name"])
+            params["tools"] = tools
+            choice = _tool_choice(request)
+            if isinstance(choice, dict):
+                choice["function"]["name"] = names.get(request.tool_choice, request.tool_choice)
+            params["tool_choice"] = choice
         elif request.tool_choice not in ("auto", "none"):
             raise UsageError(
                 f"tool_choice={request.tool_choice!r} needs tools, but the request has none"
@@ -145,7 +166,7 @@ class OpenAIChat(Model):
             params["temperature"] = request.temperature
         if self.extra_body:
             params["extra_body"] = self.extra_body
-        return params
+        return params, names
 
     # --- the response -----------------------------------------------------------------
 
@@ -208,6 +229,31 @@ class OpenAIChat(Model):
                 not_found_hint="check the model name, and base_url (it usually ends in /v1)",
             )
         return Failure(ModelError, f"the openai client failed: {exc}")
+
+
+_WIRE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def wire_names(names: Sequence[str]) -> dict[str, str]:
+    """Names the chat-completions API refuses (``math.factorial``), mapped to ones it takes.
+
+    Only names that need it are mapped; a replacement never collides with
+    another tool's name. Replies are mapped back, so the rest of the runtime
+    only ever sees the tools' own names.
+    """
+    taken = {n for n in names if _WIRE_NAME.match(n)}
+    mapped: dict[str, str] = {}
+    for name in names:
+        if _WIRE_NAME.match(name):
+            continue
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60] or "tool"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        mapped[name] = candidate
+    return mapped
 
 
 def _tool_choice(request: ModelRequest) -> str | dict[str, Any]:
