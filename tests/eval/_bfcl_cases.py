@@ -12,6 +12,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooluse.eval._bfcl import _chosen_value, _first_option, language_of
+from tooluse.eval._bfcl_values import _java_literal, _js_literal
+
 from ._official import Entry
 
 Calls = list[dict[str, dict[str, Any]]]
@@ -24,53 +27,11 @@ class Case:
     dots_as_underscores: bool = False
 
 
-def language_of(category: str) -> str:
-    if "javascript" in category:
-        return "javascript"
-    if "java" in category:
-        return "java"
-    return "python"
-
-
 def _description(entry: Entry, name: str) -> Mapping[str, Any]:
     return next(f for f in entry.functions if f["name"] == name)
 
 
 # --- choosing values from the ground truth ------------------------------------------
-
-
-def _first_option(options: list[Any]) -> tuple[bool, Any]:
-    for option in options:
-        if option != "":
-            return True, option
-    return False, None
-
-
-def _chosen_dict(option: Mapping[str, Any]) -> dict[str, Any]:
-    chosen = {}
-    for key, choices in option.items():
-        if not isinstance(choices, list):
-            chosen[key] = choices
-            continue
-        if "" in choices:
-            continue
-        found, value = _first_option(choices)
-        if found:
-            chosen[key] = value
-    return chosen
-
-
-def _chosen_value(option: Any, spec: Mapping[str, Any]) -> Any:
-    item_spec = spec.get("items", {})
-    if isinstance(option, dict) and spec.get("type") in ("dict", "HashMap"):
-        return _chosen_dict(option)
-    if (
-        isinstance(option, list)
-        and item_spec.get("type") == "dict"
-        and all(isinstance(item, dict) for item in option)
-    ):
-        return [_chosen_dict(item) for item in option]
-    return option
 
 
 def python_calls(entry: Entry) -> Calls:
@@ -155,16 +116,6 @@ def _java_list_element(value: Any, item_type: str | None) -> str:
     return java_text(value, item_type or "any", None)
 
 
-def _java_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if value is None:
-        return "null"
-    return repr(value)
-
-
 def js_text(value: Any, js_type: str, item_type: str | None, *, alternative: bool = False) -> str:
     """JavaScript source for ``value`` as BFCL's decoder would pass it to the checker.
 
@@ -180,21 +131,6 @@ def js_text(value: Any, js_type: str, item_type: str | None, *, alternative: boo
     if alternative and isinstance(value, dict):
         return "{" + ", ".join(f"'{k}': {_js_literal(v)}" for k, v in value.items()) + "}"
     return _js_literal(value)
-
-
-def _js_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "[" + ", ".join(_js_literal(item) for item in value) + "]"
-    if isinstance(value, dict):
-        pairs = ", ".join(f"{key}: {_js_literal(item)}" for key, item in value.items())
-        return "{" + pairs + "}"
-    return repr(value)
 
 
 def render(entry: Entry, calls: Calls, *, alternative: bool = False) -> Calls:
