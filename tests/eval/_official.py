@@ -26,19 +26,6 @@ PLAIN_MODEL = "tooluse-plain"
 DOTLESS_MODEL = "tooluse-dotless"
 """Model name under which the checker expects ``.`` in function names as ``_``."""
 
-AST_CATEGORIES = (
-    "simple_python",
-    "simple_java",
-    "simple_javascript",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-)
-
 
 @dataclass(frozen=True)
 class Entry:

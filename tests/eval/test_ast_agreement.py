@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 
 from tooluse.eval import check_ast
+from tooluse.eval._bfcl import AST_CATEGORIES
 from tooluse.eval._java_js import java_value, js_value
 
 from ._bfcl_cases import Case, cases
-from ._official import AST_CATEGORIES, Entry, OfficialChecker, load_official
+from ._official import Entry, OfficialChecker, load_official
 
 GREEDY_FIRST_FIT = (
     "BFCL pairs parallel calls first-fit: the first expected call accepts 'Microsoft' or "
