@@ -60,17 +60,22 @@ def test_bfcl_with_worker_processes(tmp_path: Path) -> None:
         "--categories", "simple_python,irrelevance,multi_turn_base",
         "--limit", "2",
         "--workers", "2",
+        "--conventions", "json,code,text",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = _rows(tmp_path)
     assert {(r["category"], r["convention"]) for r in rows} == {
         (c, v)
         for c in ("simple_python", "irrelevance", "multi_turn_base")
-        for v in ("json", "code")
+        for v in ("json", "code", "text")
     }
-    assert len(rows) == 12 and all(r["correct"] for r in rows)
+    assert len(rows) == 18 and all(r["correct"] for r in rows)
     summary = (tmp_path / "summary.md").read_text()
-    assert "| multi_turn_base | code | 2 | 100.0% |" in summary
+    assert "| multi_turn_base | code | 2 | 100.0% | 100.0% (" in summary
+    assert "| multi_turn_base | text | 2 | 100.0% | 100.0% (" in summary
+    # Irrelevance entries make no call: there is nothing to be valid.
+    assert "| irrelevance | text | 2 | 100.0% | – |" in summary
+    assert "text: 6/6 passed, schema-valid 100.0% of" in proc.stderr
     assert (tmp_path / "accuracy_by_category.png").read_bytes().startswith(PNG)
 
 
@@ -80,3 +85,6 @@ def test_bad_options_are_one_line_errors(tmp_path: Path) -> None:
     assert "unknown fanout categories: sideways" in proc.stderr
     proc = bench("chain", "--out", str(tmp_path), "--conventions", "yaml")
     assert proc.returncode == 2 and "unknown conventions yaml" in proc.stderr
+    proc = bench("costmodel", "--out", str(tmp_path), "--conventions", "json,text")
+    assert proc.returncode == 2
+    assert "the cost model fits JSON against code" in proc.stderr

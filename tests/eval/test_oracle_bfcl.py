@@ -1,10 +1,13 @@
 """The oracle passes every BFCL entry whose ground truth a model could give through the runtime.
 
-Single-turn: every entry of every category in the JSON convention, and a
-deterministic sample (every eighth entry, plus the listed ones) in the code
-convention. Multi-turn: the first entries of each category and the entries that
-once exposed harness bugs, in both conventions. Entries that no model can pass
-are listed with the reason; the lists must match exactly in both directions.
+Single-turn: every entry of every category in the JSON and text conventions,
+and a deterministic sample (every eighth entry, plus the listed ones) in the
+code convention. Multi-turn: the first entries of each category and the entries
+that once exposed harness bugs, in every convention. Entries that no model can
+pass are listed with the reason; the lists must match exactly in both
+directions. They are the same for every convention: each listed ground truth
+can be written as a Python call list as well as a JSON call (it is the runtime
+or the checker that refuses it, not the syntax).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tooluse.eval import Task, evaluate
+from tooluse.eval import Task, evaluate, oracle_for
 from tooluse.eval._bfcl import (
     PAPER_CATEGORIES,
     SINGLE_TURN_CATEGORIES,
@@ -23,6 +26,7 @@ from tooluse.eval._bfcl import (
     proportional_counts,
 )
 from tooluse.eval._bfcl_multi import MULTI_TURN_CATEGORIES, multi_turn_tasks
+from tooluse.eval._runner import CONVENTIONS
 from tooluse.sandbox import Sandbox
 
 CHECKER_REJECTS = (
@@ -123,10 +127,11 @@ def test_every_single_turn_entry_is_loaded(single_turn: list[Task]) -> None:
     assert len({task.id for task in single_turn}) == len(single_turn)
 
 
-def test_oracle_passes_every_satisfiable_single_turn_entry_in_json(
-    single_turn: list[Task], sandbox: Sandbox
+@pytest.mark.parametrize("convention", ["json", "text"])
+def test_oracle_passes_every_satisfiable_single_turn_entry(
+    convention: str, single_turn: list[Task], sandbox: Sandbox
 ) -> None:
-    _check(_failures(single_turn, "json", sandbox), single_turn)
+    _check(_failures(single_turn, convention, sandbox), single_turn)
 
 
 def test_oracle_passes_a_sample_of_single_turn_entries_in_code(
@@ -137,7 +142,7 @@ def test_oracle_passes_a_sample_of_single_turn_entries_in_code(
     _check(_failures(sample, "code", sandbox), sample)
 
 
-@pytest.mark.parametrize("convention", ["json", "code"])
+@pytest.mark.parametrize("convention", CONVENTIONS)
 def test_oracle_passes_multi_turn_entries(convention: str, sandbox: Sandbox) -> None:
     tasks = [
         task
@@ -173,3 +178,20 @@ def test_proportional_counts_use_largest_remainders() -> None:
     assert proportional_counts({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}
     assert proportional_counts({"a": 3, "b": 1}, 2) == {"a": 2, "b": 0}
     assert sum(proportional_counts({"a": 7, "b": 5, "c": 3}, 10).values()) == 10
+
+
+@pytest.mark.parametrize(
+    ("convention", "listing"),
+    [("text", "New tools are now available:\nsort(file_name: str)"), ("code", "def sort(")],
+)
+def test_functions_given_late_are_described_in_their_turn(
+    convention: str, listing: str, sandbox: Sandbox
+) -> None:
+    # The code and text conventions list tools in the system prompt of the first turn.
+    (task,) = multi_turn_tasks(["multi_turn_miss_func"], limit=1)
+    oracle = oracle_for(task, convention)
+    row = asyncio.run(evaluate(task, convention, model=oracle, sandbox=sandbox))
+    assert row["correct"]
+    turns = [m.content or "" for m in oracle.requests[-1].messages if m.role == "user"]
+    described = [i for i, text in enumerate(turns) if listing in text]
+    assert described == [3] and turns[3].endswith("What about now?")

@@ -25,7 +25,18 @@ from tooluse.eval import (
 from tooluse.eval._bfcl import data_dir
 from tooluse.models import ScriptedModel
 
-REQUIRED = {"suite", "entry_id", "convention", "correct", "input_tokens", "output_tokens"}
+REQUIRED = {
+    "suite",
+    "entry_id",
+    "convention",
+    "correct",
+    "input_tokens",
+    "output_tokens",
+    "calls",
+    "rejected",
+    "unparsed",
+    "schema_valid_share",
+}
 
 
 class _ScorerCrashes(FanoutTask):
@@ -52,6 +63,21 @@ def test_rows_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
         ("chain_4", "code"),
     ]
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6
+
+    # A convention added later runs on its own; the rows already there stay.
+    texts = BenchConfig(
+        "chain",
+        out=tmp_path,
+        conventions=("json", "code", "text"),
+        options=SuiteOptions(widths=(2, 3, 4)),
+    )
+    fourth = Bench(texts).run()
+    assert [(r["entry_id"], r["convention"]) for r in fourth] == [
+        ("chain_2", "text"),
+        ("chain_3", "text"),
+        ("chain_4", "text"),
+    ]
+    assert all(r["correct"] and r["schema_valid_share"] == 1.0 for r in fourth)
 
 
 def test_a_crashing_scorer_is_recorded_in_its_row_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -165,6 +191,57 @@ def test_object_tasks_need_one_worker(tmp_path: Path) -> None:
         Bench(BenchConfig("fanout", out=tmp_path, workers=2), [FanoutTask("listed", 2)])
     with pytest.raises(UsageError, match="conventions"):
         BenchConfig("fanout", out=tmp_path, conventions=("xml",))
+    with pytest.raises(UsageError, match="cost model fits JSON against code"):
+        BenchConfig("costmodel", out=tmp_path, conventions=("json", "code", "text"))
+
+
+def _one_valid_one_invalid_one_unreadable(task: FanoutTask) -> ScriptedModel:
+    return ScriptedModel(
+        [
+            {"content": f"[get_stock(sku={task.catalog.skus[0]!r})]"},
+            # No sku: the dispatcher refuses it.
+            {"content": "[get_stock()]"},
+            # A bare name is no literal: the reply is sent back, no call is made.
+            {"content": "[get_stock(sku=OUT-1)]"},
+            {"content": "I could not finish."},
+        ],
+        name="sloppy",
+    )
+
+
+def test_schema_valid_share_counts_unreadable_replies(tmp_path: Path) -> None:
+    from tooluse.eval import write_summary
+
+    task = FanoutTask("listed", 2)
+    model = _one_valid_one_invalid_one_unreadable(task)
+    config = BenchConfig("fanout", out=tmp_path, model=model, conventions=("text",))
+    (row,) = Bench(config, [task]).run()
+    assert (row["calls"], row["rejected"], row["unparsed"]) == (1, 1, 1)
+    assert row["schema_valid_share"] == pytest.approx(1 / 3)
+    assert row["rounds"] == 4 and not row["correct"]
+
+    # A second entry whose one call is valid: the summary pools calls, 2 of 4.
+    other = FanoutTask("listed", 1)
+    valid = ScriptedModel(
+        [{"content": f"[get_stock(sku={other.catalog.skus[0]!r})]"}, "Done."], name="sloppy"
+    )
+    Bench(BenchConfig("fanout", out=tmp_path, model=valid, conventions=("text",)), [other]).run()
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert [r["schema_valid_share"] for r in rows] == [pytest.approx(1 / 3), 1.0]
+    summary = write_summary(tmp_path, rows).read_text()
+    assert "| accuracy | schema-valid (n) |" in summary
+    assert "| listed | text | 2 | 0.0% | 50.0% (4) |" in summary
+    assert "Schema-valid is the share of what the model emitted" in summary
+
+
+def test_a_run_that_emits_nothing_has_no_schema_valid_share(tmp_path: Path) -> None:
+    silent = ScriptedModel(lambda messages: {"content": "No idea."}, name="silent")
+    config = BenchConfig("fanout", out=tmp_path, model=silent, conventions=("json", "text"))
+    rows = Bench(config, [FanoutTask("listed", 2)]).run()
+    assert [(r["calls"], r["unparsed"], r["schema_valid_share"]) for r in rows] == [
+        (0, 0, None),
+        (0, 0, None),
+    ]
 
 
 def test_the_summary_keeps_models_apart(tmp_path: Path) -> None:

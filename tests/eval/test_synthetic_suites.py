@@ -12,10 +12,9 @@ import pytest
 from tooluse import Message
 from tooluse.eval import ChainTask, FanoutTask, SuiteOptions, Task, build_tasks, evaluate
 from tooluse.eval._rot import ROT_LEVELS, RotLevel, RotTask
+from tooluse.eval._runner import CONVENTIONS
 from tooluse.models import ScriptedModel
 from tooluse.sandbox import Sandbox
-
-CONVENTIONS = ("json", "code")
 
 
 def _rows(tasks: Sequence[Task], sandbox: Sandbox, model: Any = "oracle") -> list[dict[str, Any]]:
@@ -36,10 +35,12 @@ def _assert_all_pass(rows: Sequence[dict[str, Any]]) -> None:
         if not r["correct"]
     ]
     assert not failed
+    assert {r["convention"] for r in rows} == set(CONVENTIONS)
     for row in rows:
         assert row["status"] == "completed"
         assert row["precision"] == row["recall"] == row["argument_accuracy"] == 1.0
         assert row["token_source"] == "o200k" and row["input_tokens"] > 0
+        assert row["rejected"] == row["unparsed"] == 0 and row["schema_valid_share"] == 1.0
 
 
 def test_oracle_passes_fanout_in_both_variants(sandbox: Sandbox) -> None:
@@ -48,10 +49,12 @@ def test_oracle_passes_fanout_in_both_variants(sandbox: Sandbox) -> None:
     rows = _rows(tasks, sandbox)
     _assert_all_pass(rows)
     by_key = {(r["entry_id"], r["convention"]): r for r in rows}
-    # JSON sends all independent calls at once: three requests whatever N is.
+    # JSON and text send all independent calls at once: three requests whatever N is.
     assert by_key[("fanout_discovered_150", "json")]["rounds"] == 3
+    assert by_key[("fanout_discovered_150", "text")]["rounds"] == 3
     assert by_key[("fanout_discovered_150", "code")]["rounds"] == 2
     assert by_key[("fanout_discovered_150", "json")]["calls"] == 151
+    assert by_key[("fanout_discovered_150", "text")]["calls"] == 151
 
 
 def test_oracle_passes_chains_of_every_length(sandbox: Sandbox) -> None:
@@ -59,10 +62,12 @@ def test_oracle_passes_chains_of_every_length(sandbox: Sandbox) -> None:
     rows = _rows(tasks, sandbox)
     _assert_all_pass(rows)
     json_rows = {r["width"]: r for r in rows if r["convention"] == "json"}
+    text_rows = {r["width"]: r for r in rows if r["convention"] == "text"}
     code_rows = {r["width"]: r for r in rows if r["convention"] == "code"}
-    # Dependent calls: one request per link in JSON, one script in code.
-    assert json_rows[20]["rounds"] == 21 and code_rows[20]["rounds"] == 2
-    assert json_rows[20]["calls"] == code_rows[20]["calls"] == 20
+    # Dependent calls: one request per link in JSON and text, one script in code.
+    assert json_rows[20]["rounds"] == text_rows[20]["rounds"] == 21
+    assert code_rows[20]["rounds"] == 2
+    assert json_rows[20]["calls"] == text_rows[20]["calls"] == code_rows[20]["calls"] == 20
 
 
 def test_oracle_passes_context_rot_at_every_level(sandbox: Sandbox) -> None:

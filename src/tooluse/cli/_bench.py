@@ -14,7 +14,7 @@ from .. import UsageError
 __all__ = ["bench_app"]
 
 bench_app = typer.Typer(
-    help="Measure a model on evaluation suites, JSON and code conventions side by side.",
+    help="Measure a model on evaluation suites, JSON, code and text conventions side by side.",
     no_args_is_help=True,
 )
 
@@ -24,11 +24,18 @@ ModelOption = Annotated[
     str,
     typer.Option(
         "--model",
-        help="oracle (answers with the ground truth), scripted:FILE.jsonl, or openai:MODEL.",
+        help="oracle (answers with the ground truth), local, local-unconstrained, "
+        "local:FILE.gguf, scripted:FILE.jsonl, openai:MODEL or anthropic:MODEL.",
     ),
 ]
 ConventionsOption = Annotated[
-    str, typer.Option("--conventions", help="Comma-separated: json, code.")
+    str, typer.Option("--conventions", help="Comma-separated: json, code, text.")
+]
+CostConventionsOption = Annotated[
+    str,
+    typer.Option(
+        "--conventions", help="Comma-separated: json, code (the two the cost model compares)."
+    ),
 ]
 OutOption = Annotated[
     Path, typer.Option("--out", help="Directory for results.jsonl, summary.md and plots.")
@@ -83,7 +90,7 @@ def _bench(
     retry_errors: bool,
 ) -> None:
     from ..eval import Bench, BenchConfig, SuiteOptions, read_rows, write_plots, write_summary
-    from ..eval._report import cost_fits
+    from ..eval._report import aggregate, cost_fits
 
     config = BenchConfig(
         suite=suite,
@@ -134,8 +141,13 @@ def _bench(
     for convention in config.conventions:
         group = [r for r in mine if r["convention"] == convention]
         if group:
-            right = sum(1 for r in group if r["correct"])
-            err.print(f"{convention}: {right}/{len(group)} passed")
+            figures = aggregate(group)
+            valid, emitted = figures.schema_valid
+            share = f"{100 * valid:.1f}% of {emitted}" if valid is not None else "nothing"
+            err.print(
+                f"{convention}: {figures.correct}/{figures.entries} passed, "
+                f"schema-valid {share} emitted"
+            )
     if suite == "costmodel":
         for fit in cost_fits([r for r in rows if r["model"] == model]):
             if fit.measure == "input_tokens" and fit.crossover.n_star is not None:
@@ -236,7 +248,7 @@ def rot(  # noqa: PLR0917
 def costmodel(  # noqa: PLR0917
     out: OutOption,
     model: ModelOption = "oracle",
-    conventions: ConventionsOption = "json,code",
+    conventions: CostConventionsOption = "json,code",
     categories: CategoriesOption = None,
     widths: WidthsOption = None,
     workers: WorkersOption = 1,

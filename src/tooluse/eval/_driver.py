@@ -8,23 +8,65 @@ over that turn's tools: in BFCL's ``miss_func`` entries functions arrive late.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .. import Agent, Message, RunResult
-from ..models import Model
+from ..conventions import Convention, Interpretation, Prepared, Retry, get_convention
+from ..conventions._text import describe_tools
+from ..models import Model, ModelResponse
 from ..sandbox import Sandbox
 from ..tools import Toolbox
 from ._task import Setup, Task, Turn
 
-__all__ = ["run_setup"]
+__all__ = ["Transcript", "run_setup"]
 
-_ADDED_TOOLS_NOTE = "New functions are now available in module `tools`:"
+_ADDED_STUBS_NOTE = "New functions are now available in module `tools`:"
+_ADDED_TOOLS_NOTE = "New tools are now available:"
 # A turn that ends like this leaves the conversation unfinished; BFCL fails the
 # entry there too (it force-quits after its step limit).
 _STOPS = ("error", "max_rounds", "cycle")
 
 
+@dataclass(slots=True)
+class Transcript:
+    """What one run of a task produced.
+
+    `runs` holds a `RunResult` per turn reached; `unparsed` counts the replies
+    the convention could not use at all and sent back for another try (a text
+    reply whose calls do not parse, a script with a syntax error, an empty
+    reply): they made no call, so `RunResult.calls` and `rejected` miss them.
+    """
+
+    runs: list[RunResult]
+    unparsed: int = 0
+
+
+class _Counting(Convention):
+    """A convention that counts the replies it answers with `Retry`."""
+
+    def __init__(self, inner: Convention) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.retries = 0
+
+    def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
+        return self.inner.prepare(tools, system_prompt)
+
+    def interpret(self, response: ModelResponse) -> Interpretation:
+        action = self.inner.interpret(response)
+        if isinstance(action, Retry):
+            self.retries += 1
+        return action
+
+
 def _agent(
-    task: Task, turn: Turn, setup: Setup, *, model: Model, convention: str, sandbox: Sandbox | None
+    task: Task,
+    turn: Turn,
+    setup: Setup,
+    *,
+    model: Model,
+    convention: Convention,
+    sandbox: Sandbox | None,
 ) -> Agent:
     return Agent(
         model,
@@ -37,27 +79,46 @@ def _agent(
     )
 
 
-def _stubs(tools: Toolbox, names: Sequence[str]) -> str:
-    return Toolbox([t for t in tools if t.name in names]).stub_module()
+def _only(tools: Toolbox, names: Sequence[str]) -> Toolbox:
+    return Toolbox([t for t in tools if t.name in names])
+
+
+def _turn_text(turn: Turn, convention: str) -> str:
+    """The turn's message; tools added at this turn are described in it where needed.
+
+    The code and text conventions list the tools in the system prompt, which
+    was written at the first turn; JSON sends every turn's tools with the request.
+    """
+    if not turn.added:
+        return turn.text
+    if convention == "code":
+        stubs = _only(turn.tools, turn.added).stub_module()
+        return f"{_ADDED_STUBS_NOTE}\n```python\n{stubs}```\n\n{turn.text}"
+    if convention == "text":
+        listing = describe_tools(_only(turn.tools, turn.added))
+        return f"{_ADDED_TOOLS_NOTE}\n{listing}\n{turn.text}"
+    return turn.text
 
 
 async def run_setup(
     task: Task, setup: Setup, model: Model, convention: str, sandbox: Sandbox | None
-) -> list[RunResult]:
-    """One `RunResult` per turn reached; a turn that fails or hits its round limit ends the run."""
-    results: list[RunResult] = []
+) -> Transcript:
+    """Run the turns in order; a turn that fails or hits its round limit ends the run."""
+    counting = _Counting(get_convention(convention))
+    transcript = Transcript(runs=[])
     history: list[Message] = list(setup.history)
     for index, turn in enumerate(setup.turns):
         last = index == len(setup.turns) - 1
-        text = turn.text
-        if turn.added and convention == "code":
-            # The stub module in the system prompt predates these functions.
-            text = f"{_ADDED_TOOLS_NOTE}\n```python\n{_stubs(turn.tools, turn.added)}```\n\n{text}"
-        agent = _agent(task, turn, setup, model=model, convention=convention, sandbox=sandbox)
+        agent = _agent(task, turn, setup, model=model, convention=counting, sandbox=sandbox)
         with agent:
-            result = await agent.arun(text, expect=setup.expect if last else (), history=history)
-        results.append(result)
+            result = await agent.arun(
+                _turn_text(turn, convention),
+                expect=setup.expect if last else (),
+                history=history,
+            )
+        transcript.runs.append(result)
         history = list(result.messages)
         if result.status in _STOPS:
             break
-    return results
+    transcript.unparsed = counting.retries
+    return transcript

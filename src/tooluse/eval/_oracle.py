@@ -2,9 +2,11 @@
 
 In the JSON convention it sends the truth as native tool calls, one assistant
 message per step (independent calls together, dependent ones in turn); in the
-code convention it sends one canonical script per turn, written against the
-stub module's names. A harness whose scorers are right gives it 100%, and its
-token counts are the harness's own costs with no model noise in them.
+text convention it sends the same steps written as BFCL's Python call lists,
+``[get_stock(sku='A1'), get_stock(sku='B2')]``; in the code convention it
+sends one canonical script per turn, written against the stub module's names.
+A harness whose scorers are right gives it 100%, and its token counts are the
+harness's own costs with no model noise in them.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..conventions._text import _call_name
 from ..models import ScriptedModel
 from ..tools import StubSignature, Toolbox
+from ..tools._tool import python_identifier
 from ._task import Call, OracleTurn, Setup, Task
 
 __all__ = [
     "OracleModel",
     "call_expression",
     "oracle_for",
+    "python_calls",
     "python_literal",
     "signatures",
     "statements_script",
@@ -49,6 +54,8 @@ def _replies(turns: Sequence[OracleTurn], convention: str) -> list[Mapping[str, 
         if convention == "code":
             if turn.script is not None:
                 replies.append({"content": f"```python\n{turn.script}```"})
+        elif convention == "text":
+            replies.extend({"content": python_calls(step)} for step in turn.steps)
         else:
             for s, step in enumerate(turn.steps):
                 replies.append(
@@ -68,6 +75,22 @@ def _replies(turns: Sequence[OracleTurn], convention: str) -> list[Mapping[str, 
                 )
         replies.append({"content": turn.answer})
     return replies
+
+
+def python_calls(calls: Sequence[Call]) -> str:
+    """``[get_stock(sku='A1'), math.factorial(number=5)]``: calls as the text convention reads them.
+
+    Tools and parameters are written under the names the text convention
+    shows the model (dotted names kept, others made identifiers), always as
+    keywords, so `parse_python_calls` reads back the same calls.
+    """
+    written = []
+    for call in calls:
+        arguments = ", ".join(
+            f"{python_identifier(k)}={python_literal(v)}" for k, v in call.arguments.items()
+        )
+        written.append(f"{_call_name(call.tool)}({arguments})")
+    return f"[{', '.join(written)}]"
 
 
 # --- canonical scripts ------------------------------------------------------------

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._costmodel import PAPER, Crossover, crossover, fit_line, paper_crossover
-from ._runner import Row
+from ._costmodel import PAPER, Crossover, LineFit, crossover, fit_line, paper_crossover
+from ._runner import CONVENTIONS, Row
 
 __all__ = [
     "Aggregate",
@@ -22,7 +22,14 @@ __all__ = [
     "write_summary",
 ]
 
-_COLORS = {"json": "#c44e52", "code": "#4c72b0"}
+_COLORS = {"json": "#c44e52", "code": "#4c72b0", "text": "#55a868"}
+_LINESTYLES = {"json": "-", "code": "--", "text": ":"}
+
+
+def _convention_order(convention: str) -> tuple[int, str]:
+    """json, code, text, then anything else by name."""
+    known = CONVENTIONS.index(convention) if convention in CONVENTIONS else len(CONVENTIONS)
+    return known, convention
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +38,9 @@ class Aggregate:
 
     entries: int
     correct: int
+    #: Valid calls over calls emitted plus unreadable replies, pooled over the
+    #: rows, with that denominator.
+    schema_valid: tuple[float | None, int]
     precision: tuple[float | None, int]
     recall: tuple[float | None, int]
     argument_accuracy: tuple[float | None, int]
@@ -55,10 +65,17 @@ def _mean(rows: Sequence[Row], key: str) -> float:
     return sum(float(r.get(key) or 0) for r in rows) / len(rows) if rows else math.nan
 
 
+def _schema_valid(rows: Sequence[Row]) -> tuple[float | None, int]:
+    valid = sum(int(r.get("calls") or 0) for r in rows)
+    emitted = valid + sum(int(r.get("rejected") or 0) + int(r.get("unparsed") or 0) for r in rows)
+    return (valid / emitted if emitted else None), emitted
+
+
 def aggregate(rows: Sequence[Row]) -> Aggregate:
     return Aggregate(
         entries=len(rows),
         correct=sum(1 for r in rows if r.get("correct")),
+        schema_valid=_schema_valid(rows),
         precision=_mean_of(rows, "precision"),
         recall=_mean_of(rows, "recall"),
         argument_accuracy=_mean_of(rows, "argument_accuracy"),
@@ -104,9 +121,9 @@ def _statuses(counter: Counter[str]) -> str:
 
 
 _HEADER = (
-    "| {group} | conv | N | accuracy | precision (n) | recall (n) | arguments (n) "
-    "| rounds | calls | input tok | output tok | wall s | statuses |\n"
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    "| {group} | conv | N | accuracy | schema-valid (n) | precision (n) | recall (n) "
+    "| arguments (n) | rounds | calls | input tok | output tok | wall s | statuses |\n"
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 )
 
 
@@ -115,10 +132,10 @@ def _table(rows: Sequence[Row], group: str, key: Callable[[Row], Any]) -> list[s
     groups: dict[Any, list[Row]] = defaultdict(list)
     for row in rows:
         groups[(key(row), row["convention"])].append(row)
-    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), k[1] != "json", k[1]))
+    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), _convention_order(k[1])))
     for name, convention in ordered:
         lines.append(_line(str(name), convention, aggregate(groups[(name, convention)])))
-    for convention in sorted({r["convention"] for r in rows}, key=lambda c: c != "json"):
+    for convention in _conventions(rows):
         subset = [r for r in rows if r["convention"] == convention]
         lines.append(_line("**all**", convention, aggregate(subset)))
     return lines
@@ -130,8 +147,9 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 def _line(name: str, convention: str, a: Aggregate) -> str:
     return (
-        f"| {name} | {convention} | {a.entries} | {_pct(a.accuracy)} | {_ratio(a.precision)} "
-        f"| {_ratio(a.recall)} | {_ratio(a.argument_accuracy)} | {_num(a.rounds)} "
+        f"| {name} | {convention} | {a.entries} | {_pct(a.accuracy)} | {_ratio(a.schema_valid)} "
+        f"| {_ratio(a.precision)} | {_ratio(a.recall)} | {_ratio(a.argument_accuracy)} "
+        f"| {_num(a.rounds)} "
         f"| {_num(a.calls)} | {_num(a.input_tokens, 0)} | {_num(a.output_tokens, 0)} "
         f"| {_num(a.wall_s, 3)} | {_statuses(a.statuses)} |"
     )
@@ -148,27 +166,47 @@ class CostFit:
     widths: tuple[int, ...]
 
 
+_MEASURES = ("input_tokens", "peak_input_tokens")
+
+
+def _fanout(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r["suite"] == "fanout" and r.get("width")]
+
+
+def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, LineFit]:
+    """Per convention, the least-squares line of `measure` against N for one fan-out variant.
+
+    Conventions measured at fewer than two widths have no line.
+    """
+    lines = {}
+    fanout = [r for r in _fanout(rows) if r["category"] == variant]
+    for convention in sorted({r["convention"] for r in fanout}, key=_convention_order):
+        points = [
+            (float(r["width"]), float(r[measure])) for r in fanout if r["convention"] == convention
+        ]
+        if len({x for x, _ in points}) >= 2:
+            lines[convention] = fit_line([x for x, _ in points], [y for _, y in points])
+    return lines
+
+
+def _variant_widths(rows: Sequence[Row], variant: str) -> tuple[int, ...]:
+    return tuple(sorted({int(r["width"]) for r in _fanout(rows) if r["category"] == variant}))
+
+
 def cost_fits(rows: Sequence[Row]) -> list[CostFit]:
-    """Per fan-out variant, line fits of tokens against N for both conventions."""
+    """Per fan-out variant, JSON's and code's lines of tokens against N, and where they cross."""
     fits = []
-    fanout = [r for r in rows if r["suite"] == "fanout" and r.get("width")]
-    for variant in sorted({r["category"] for r in fanout}):
-        for measure in ("input_tokens", "peak_input_tokens"):
-            lines = {}
-            for convention in ("json", "code"):
-                points = [
-                    (float(r["width"]), float(r[measure]))
-                    for r in fanout
-                    if r["category"] == variant and r["convention"] == convention
-                ]
-                if len({x for x, _ in points}) >= 2:
-                    lines[convention] = fit_line([x for x, _ in points], [y for _, y in points])
-            if len(lines) == 2:
-                widths = tuple(
-                    sorted({int(r["width"]) for r in fanout if r["category"] == variant})
-                )
+    for variant in sorted({r["category"] for r in _fanout(rows)}):
+        for measure in _MEASURES:
+            lines = line_fits(rows, variant, measure)
+            if "json" in lines and "code" in lines:
                 fits.append(
-                    CostFit(variant, measure, crossover(lines["json"], lines["code"]), widths)
+                    CostFit(
+                        variant,
+                        measure,
+                        crossover(lines["json"], lines["code"]),
+                        _variant_widths(rows, variant),
+                    )
                 )
     return fits
 
@@ -208,6 +246,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
             f"| {c.code.intercept:,.0f} ± {c.code.intercept_se:,.0f} "
             f"| {c.code.slope:.1f} ± {c.code.slope_se:.1f} | {_crossing(c)} |"
         )
+    lines += _text_cost_lines(rows)
     if fits:
         lines += ["", "Fit quality (R², RMSE in tokens):", ""]
         for fit in fits:
@@ -217,6 +256,36 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
                 f"{c.json.rmse:.1f}; code R² {c.code.r2:.5f}, RMSE {c.code.rmse:.1f}"
             )
     return lines
+
+
+def _text_cost_lines(rows: Sequence[Row]) -> list[str]:
+    """The text convention's lines: outside the equations, but priced per call as JSON is."""
+    found = []
+    for variant in sorted({r["category"] for r in _fanout(rows)}):
+        for measure in _MEASURES:
+            lines = line_fits(rows, variant, measure)
+            if "text" in lines:
+                found.append((variant, measure, lines))
+    if not found:
+        return []
+    out = [
+        "",
+        "The text convention is not in the equations; it pays per call as JSON does, so its "
+        "line has JSON's form (intercept, slope per call). N* is where code's line crosses it.",
+        "",
+        "| source | measure | widths | intercept (text) | slope (text) | N* against code |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for variant, measure, lines in found:
+        text = lines["text"]
+        against = _crossing(crossover(text, lines["code"])) if "code" in lines else "–"
+        shown = "input tokens" if measure == "input_tokens" else "largest request"
+        out.append(
+            f"| ours: fanout/{variant} | {shown} | {_widths(_variant_widths(rows, variant))} "
+            f"| {text.intercept:,.0f} ± {text.intercept_se:,.0f} "
+            f"| {text.slope:.1f} ± {text.slope_se:.1f} | {against} |"
+        )
+    return out
 
 
 def _widths(widths: Sequence[int]) -> str:
@@ -248,7 +317,7 @@ def _width_table(rows: Sequence[Row], title: str) -> list[str]:
 
 
 def _conventions(rows: Sequence[Row]) -> list[str]:
-    return sorted({r["convention"] for r in rows}, key=lambda c: c != "json")
+    return sorted({r["convention"] for r in rows}, key=_convention_order)
 
 
 def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
@@ -273,10 +342,16 @@ def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
         "",
         f"Model: {', '.join(models) or '–'}. Rows: {len(rows)}. {token_source_note(rows)}",
         "",
-        "Accuracy is the share of entries passed. Precision and recall compare the tools "
-        "called with the tools needed; arguments is the share of argument fields right over "
-        "the calls paired with a needed call; (n) is how many entries each mean covers. "
-        "Rounds, calls, tokens and wall time are means per entry.",
+        "Accuracy is the share of entries passed. Schema-valid is the share of what the "
+        "model emitted that was a usable call: calls that passed schema validation, over "
+        "calls emitted (valid, plus those the dispatcher refused: unknown tool, invalid "
+        "arguments, or past the per-turn call limit) plus replies that could not be read as "
+        "calls at all (sent back to the model: a malformed text call list, a script with a "
+        "syntax error, an empty reply); it is pooled over the group's entries and its (n) is "
+        "that denominator. Precision and recall compare the tools called with the tools "
+        "needed; arguments is the share of argument fields right over the calls paired with "
+        "a needed call; their (n) is how many entries each mean covers. Rounds, calls "
+        "(executed), tokens and wall time are means per entry.",
     ]
     for model in models:
         mine = [r for r in rows if r["model"] == model]
@@ -325,7 +400,12 @@ def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
             1, len(variants), figsize=(5.5 * len(variants), 4.2), squeeze=False
         )
         for ax, variant in zip(axes[0], variants, strict=True):
-            _tokens_axes(ax, [r for r in fanout if r["category"] == variant], fits.get(variant))
+            _tokens_axes(
+                ax,
+                [r for r in fanout if r["category"] == variant],
+                line_fits(fanout, variant, "input_tokens"),
+                fits.get(variant),
+            )
             ax.set_title(f"fan-out ({variant}): input tokens against N")
         fig.tight_layout()
         fig.savefig(out / "tokens_vs_n.png", dpi=110)
@@ -349,23 +429,19 @@ def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
     return written
 
 
-def _tokens_axes(ax: Any, rows: Sequence[Row], fit: Crossover | None) -> None:
+def _tokens_axes(
+    ax: Any, rows: Sequence[Row], lines: Mapping[str, LineFit], fit: Crossover | None
+) -> None:
     top = max(int(r["width"]) for r in rows)
-    for convention in ("json", "code"):
+    for convention in _conventions(rows):
         points = sorted(
             (int(r["width"]), int(r["input_tokens"])) for r in rows if r["convention"] == convention
         )
-        if not points:
-            continue
-        ax.scatter(
-            *zip(*points, strict=True),
-            s=18,
-            color=_COLORS[convention],
-            label=f"{convention} (measured)",
-        )
-        if fit is not None:
-            line = fit.json if convention == "json" else fit.code
-            ax.plot([0, top], [line.at(0), line.at(top)], color=_COLORS[convention], lw=1.5)
+        color = _COLORS.get(convention, "0.5")
+        ax.scatter(*zip(*points, strict=True), s=18, color=color, label=f"{convention} (measured)")
+        line = lines.get(convention)
+        if line is not None:
+            ax.plot([0, top], [line.at(0), line.at(top)], color=color, lw=1.5)
     if fit is not None and fit.n_star is not None and 0 < fit.n_star < top:
         ax.axvline(fit.n_star, color="0.4", ls=":", lw=1.2)
         ax.annotate(
@@ -406,7 +482,7 @@ def _tokens_axes(ax: Any, rows: Sequence[Row], fit: Crossover | None) -> None:
 def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
     categories = sorted({r["category"] for r in rows})
     markers = "os^vD<>"
-    for convention in ("json", "code"):
+    for convention in _conventions(rows):
         for index, category in enumerate(categories):
             group: dict[int, list[bool]] = defaultdict(list)
             for r in rows:
@@ -420,9 +496,9 @@ def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
             ax.plot(
                 xs,
                 ys,
-                ls="-" if convention == "json" else "--",
+                ls=_LINESTYLES.get(convention, "-."),
                 marker=markers[index % len(markers)],
-                color=_COLORS[convention],
+                color=_COLORS.get(convention, "0.5"),
                 label=label,
                 lw=1.5,
                 ms=4,

@@ -7,6 +7,14 @@ model, the scorer) is written into that entry's row and the run goes on.
 
 With more than one worker the tasks run in a local process pool; each worker
 rebuilds the suite from the same options and keeps its own sandbox.
+
+Besides the score, a row counts what the model emitted: `calls` (executed:
+they passed schema validation), `rejected` (refused by the dispatcher: unknown
+tool, invalid arguments, or past the per-turn call limit) and `unparsed`
+(replies the convention could not read at all and sent back, which make no
+call). `schema_valid_share` is ``calls / (calls + rejected + unparsed)``, None
+when the model emitted nothing; counting unreadable replies keeps it honest for
+the text convention, where a malformed reply yields no call to reject.
 """
 
 from __future__ import annotations
@@ -26,16 +34,32 @@ from typing import Any
 from .. import RunResult, UsageError
 from ..models import Model, resolve_model
 from ..sandbox import Sandbox
-from ._driver import run_setup
+from ._driver import Transcript, run_setup
 from ._oracle import oracle_for
 from ._suites import SuiteOptions, build_tasks
 from ._task import BenchDataError, Setup, Task
 
-__all__ = ["ORACLE", "Bench", "BenchConfig", "Row", "evaluate", "read_rows", "row_key", "run_entry"]
+__all__ = [
+    "CONVENTIONS",
+    "DEFAULT_CONVENTIONS",
+    "ORACLE",
+    "Bench",
+    "BenchConfig",
+    "Row",
+    "evaluate",
+    "read_rows",
+    "row_key",
+    "run_entry",
+    "schema_valid_share",
+]
 
 ORACLE = "oracle"
 RESULTS = "results.jsonl"
-CONVENTIONS = ("json", "code")
+CONVENTIONS = ("json", "code", "text")
+# What runs unless asked otherwise: the two the cost model compares.
+DEFAULT_CONVENTIONS = ("json", "code")
+# The cost model's equations compare JSON calling with programmatic calling.
+_COSTMODEL_CONVENTIONS = ("json", "code")
 
 Row = dict[str, Any]
 _STATUS_ORDER = ("error", "max_rounds", "cycle", "truncated", "completed")
@@ -67,12 +91,14 @@ class BenchConfig:
 
     `model` is a spec (``oracle``, ``openai:…``, ``scripted:…``) or, in-process
     only, a `Model`; rows are labelled with the spec or the model's name.
+    `conventions` are any of ``json``, ``code`` and ``text`` (the cost model
+    takes only the first two).
     """
 
     suite: str
     out: Path
     model: str | Model = ORACLE
-    conventions: tuple[str, ...] = CONVENTIONS
+    conventions: tuple[str, ...] = DEFAULT_CONVENTIONS
     options: SuiteOptions = field(default_factory=SuiteOptions)
     workers: int = 1
     base_url: str | None = None
@@ -82,7 +108,14 @@ class BenchConfig:
         unknown = [c for c in self.conventions if c not in CONVENTIONS]
         if unknown or not self.conventions:
             raise UsageError(
-                f"unknown conventions {', '.join(unknown) or '(none)'}; use json, code or json,code"
+                f"unknown conventions {', '.join(unknown) or '(none)'}; "
+                f"use some of {', '.join(CONVENTIONS)}, comma-separated"
+            )
+        if self.suite == "costmodel" and not set(self.conventions) <= set(_COSTMODEL_CONVENTIONS):
+            raise UsageError(
+                "the cost model fits JSON against code (equations 229.1–229.3) and takes "
+                "--conventions json, code or json,code; to measure text on the same tasks, run "
+                "`tooluse bench fanout --conventions json,code,text` (its summary fits text too)"
             )
         if self.workers < 1:
             raise UsageError("--workers must be at least 1")
@@ -154,6 +187,8 @@ def _base_row(task: Task, convention: str, model: str) -> Row:
         "expected_calls": 0,
         "calls": 0,
         "rejected": 0,
+        "unparsed": 0,
+        "schema_valid_share": None,
         "rounds": 0,
         "turns": 0,
         "input_tokens": 0,
@@ -177,6 +212,24 @@ def _usage(row: Row, runs: Sequence[RunResult]) -> None:
     row["peak_input_tokens"] = max((u.input_tokens for u in rounds), default=0)
     sources = sorted({u.source for u in rounds})
     row["token_source"] = sources[0] if len(sources) == 1 else ("+".join(sources) or "none")
+
+
+def schema_valid_share(calls: int, rejected: int, unparsed: int) -> float | None:
+    """Valid calls over everything emitted: ``calls / (calls + rejected + unparsed)``.
+
+    `calls` passed schema validation, `rejected` did not, `unparsed` replies
+    could not be read as calls at all; None when the denominator is zero.
+    """
+    emitted = calls + rejected + unparsed
+    return calls / emitted if emitted else None
+
+
+def _counts(row: Row, transcript: Transcript) -> None:
+    runs = transcript.runs
+    row["calls"] = sum(len(r.calls) for r in runs)
+    row["rejected"] = sum(len(r.rejected) for r in runs)
+    row["unparsed"] = transcript.unparsed
+    row["schema_valid_share"] = schema_valid_share(row["calls"], row["rejected"], row["unparsed"])
 
 
 def _clip(text: str | None, limit: int = 300) -> str | None:
@@ -213,7 +266,7 @@ async def run_entry(task: Task, convention: str, context: _Context) -> Row:
         setup = task.setup()
         model = context.model_for(task, setup, convention)
         sandbox = context.sandbox() if convention == "code" else None
-        runs = await run_setup(task, setup, model, convention, sandbox)
+        transcript = await run_setup(task, setup, model, convention, sandbox)
     except BenchDataError as exc:
         row["error"] = f"data: {exc}"
         row["wall_s"] = time.perf_counter() - start
@@ -226,10 +279,10 @@ async def run_entry(task: Task, convention: str, context: _Context) -> Row:
             task.teardown(setup)
         return row
     row["wall_s"] = time.perf_counter() - start
+    runs = transcript.runs
     row["status"] = _worst_status(runs)
     row["error"] = _clip(next((r.error for r in runs if r.error), None), 500)
-    row["calls"] = sum(len(r.calls) for r in runs)
-    row["rejected"] = sum(len(r.rejected) for r in runs)
+    _counts(row, transcript)
     row["rounds"] = sum(r.rounds for r in runs)
     row["turns"] = len(runs)
     row["answer"] = _clip(runs[-1].answer if runs else None)

@@ -1,7 +1,7 @@
 """What a benchmark entry is: tools and turns to run, the truth to answer with, a scorer.
 
 A `Task` builds a fresh `Setup` for every run (tools may hold state, as BFCL's
-multi-turn backends do), tells the oracle what the ground truth is in either
+multi-turn backends do), tells the oracle what the ground truth is in each
 convention, and scores the runs it produced.
 """
 
@@ -63,9 +63,10 @@ class Setup:
 class OracleTurn:
     """The ground-truth answer to one turn.
 
-    `steps` are the assistant messages of the JSON convention, each a list of
-    calls made at once; `script` is the code convention's one script (None when
-    the turn needs no tool); `answer` is the final text either way.
+    `steps` are the assistant messages of the JSON and text conventions, each a
+    list of calls made at once; `script` is the code convention's one script
+    (None when the turn needs no tool); `answer` is the final text in every
+    convention.
     """
 
     steps: Sequence[Sequence[Call]]
@@ -109,7 +110,7 @@ class Task(ABC):
 
     @abstractmethod
     def oracle(self, setup: Setup, convention: str) -> list[OracleTurn]:
-        """The ground truth as answers, one per turn, for ``json`` or ``code``."""
+        """The ground truth as answers, one per turn, for ``json``, ``text`` or ``code``."""
 
     @abstractmethod
     def score(self, setup: Setup, runs: Sequence[RunResult]) -> Score:
