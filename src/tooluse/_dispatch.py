@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from asyncio import wait_for
+from collections import deque
+from collections.abc import Awaitable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,6 +33,10 @@ __all__ = ["Dispatcher", "Ledger"]
 
 _RAW_KEEP = 300
 _INLINE_WAIT_S = 0.001
+
+
+# json.dumps(arguments, default=str) without building an encoder per call.
+_arguments_text = json.JSONEncoder(default=str).encode
 
 
 def _canonical(arguments: Mapping[str, Any]) -> str:
@@ -61,6 +67,46 @@ class _Prepared:
     arguments: dict[str, Any]
     kwargs: dict[str, Any]
     repairs: tuple[str, ...]
+
+
+class _Slots:
+    """The concurrency limit: a semaphore whose free slot can be taken without awaiting."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.in_use = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_take(self) -> bool:
+        if self.in_use < self.size and not self._waiters:
+            self.in_use += 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        if self.try_take():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot just as we were cancelled: pass it on
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    def give(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot goes straight to the next in line
+                return
+        self.in_use -= 1
+
+    def give_back(self, _: object) -> None:
+        self.give()
 
 
 class Dispatcher:
@@ -94,7 +140,7 @@ class Dispatcher:
         self.ledger = ledger
         self._max_concurrency = max_concurrency
         self._checkers: dict[str, ArgumentChecker] = {}
-        self._semaphore: asyncio.Semaphore | None = None
+        self._slots = _Slots(max_concurrency)
         self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -134,10 +180,36 @@ class Dispatcher:
             return self._reject(call, self._unknown_tool(call.name), round_, source)
         try:
             parsed = parse_arguments(call.arguments, max_bytes=self.max_argument_bytes)
+        except ArgumentsError as exc:
+            return self._reject(call, f"invalid call to {tool.name}: {exc}", round_, source)
+        return self._check(call, tool, parsed.value, parsed.repairs, round_=round_, source=source)
+
+    def _prepare_decoded(
+        self, call_id: str, name: str, arguments: dict[str, Any], *, round_: int, source: str
+    ) -> _Prepared | RejectedCall:
+        # Arguments decoded from JSON are what parsing their text would give: only the
+        # text's size needs checking. Refusals are worded from the text, as for JSON calls.
+        call = ToolCall(call_id, name, _arguments_text(arguments))
+        tool = self.tools.get(name)
+        if tool is None or len(call.arguments) > self.max_argument_bytes:
+            return self.prepare(call, round_=round_, source=source)
+        return self._check(call, tool, arguments, (), round_=round_, source=source)
+
+    def _check(
+        self,
+        call: ToolCall,
+        tool: Tool,
+        parsed: dict[str, Any],
+        repairs: tuple[str, ...],
+        *,
+        round_: int,
+        source: str,
+    ) -> _Prepared | RejectedCall:
+        try:
             checker = self._checkers.get(tool.name)
             if checker is None:
                 checker = self._checkers[tool.name] = ArgumentChecker(tool.parameters)
-            arguments, null_repairs = checker.check(parsed.value)
+            arguments, null_repairs = checker.check(parsed)
         except ArgumentsError as exc:
             return self._reject(call, f"invalid call to {tool.name}: {exc}", round_, source)
         try:
@@ -148,33 +220,20 @@ class Dispatcher:
                 for err in exc.errors(include_url=False)
             )
             return self._reject(call, f"invalid call to {tool.name}: {problems}", round_, source)
-        return _Prepared(call, tool, arguments, kwargs, parsed.repairs + null_repairs)
+        return _Prepared(call, tool, arguments, kwargs, repairs + null_repairs)
 
     # --- execution ------------------------------------------------------------------
 
-    async def _invoke(self, tool: Tool, kwargs: dict[str, Any], *, alone: bool) -> Any:
-        if tool.is_async:
-            return await tool.function(**kwargs)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._max_concurrency, thread_name_prefix="tooluse-tool"
-            )
-        future = self._executor.submit(partial(tool.function, **kwargs))
-        if alone:
-            # A call alone in its turn has nothing to run beside it: waiting on
-            # the thread directly for a moment costs one wake-up instead of a
-            # round trip through the event loop's self-pipe, and most tools
-            # finish within it. Slower calls fall through to a normal await.
-            try:
-                return future.result(timeout=_INLINE_WAIT_S)
-            except FutureTimeout:
-                pass
-        return await asyncio.wrap_future(future)
-
-    async def execute(
+    def execute_nowait(
         self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
-    ) -> CallRecord:
-        """Run a prepared call; whatever the tool does, a record comes back."""
+    ) -> CallRecord | Awaitable[CallRecord]:
+        """Like `execute`, but a call that can be answered at once comes back as its record.
+
+        That is a replay from the ledger, or a call to a sync tool made ``alone`` while
+        no other call runs, which is waited for on its thread for a moment (holding up
+        the event loop that long) and finishes within it. Anything else comes back as an
+        awaitable of the record.
+        """
         tool = prepared.tool
         record = CallRecord(
             id=prepared.call.id,
@@ -191,36 +250,126 @@ class Dispatcher:
                 record.replayed = True
                 record.started_at = time.time()
                 return record
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self._max_concurrency)
-        timeout = tool.timeout if tool.timeout is not None else self.timeout
-        async with self._semaphore:
+        if not alone or tool.is_async or self._slots.in_use or not self._slots.try_take():
+            return self._execute(record, tool, prepared.kwargs)
+        timeout = self._timeout_for(tool)
+        record.started_at = time.time()
+        start = time.perf_counter()
+        future = self._submit(tool, prepared.kwargs)
+        # Alone, the call has nothing to run beside it: waiting on its thread directly
+        # costs one wake-up instead of a task and a round trip through the event loop's
+        # self-pipe, and most tools finish within the moment. Slower calls go on as a task.
+        wait = _INLINE_WAIT_S if timeout is None else min(_INLINE_WAIT_S, timeout)
+        try:
+            raised = future.exception(timeout=wait)
+        except FutureTimeout:
+            later = asyncio.get_running_loop().create_task(
+                self._finish_later(record, tool, future, start, timeout)
+            )
+            # The slot is the task's now, given back however the task ends, even if it
+            # is cancelled before its first step.
+            later.add_done_callback(self._slots.give_back)
+            return later
+        except BaseException:
+            self._slots.give()
+            raise
+        self._slots.give()
+        if raised is None:
+            self._conclude(record, tool, timeout, start, value=future.result())
+        else:
+            self._conclude(record, tool, timeout, start, error=raised)
+        return record
+
+    async def execute(
+        self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
+    ) -> CallRecord:
+        """Run a prepared call; whatever the tool does, a record comes back."""
+        record = self.execute_nowait(prepared, round_=round_, source=source, alone=alone)
+        return record if isinstance(record, CallRecord) else await record
+
+    async def _execute(self, record: CallRecord, tool: Tool, kwargs: dict[str, Any]) -> CallRecord:
+        timeout = self._timeout_for(tool)
+        await self._slots.take()
+        try:
             record.started_at = time.time()
             start = time.perf_counter()
             try:
-                invocation = self._invoke(tool, prepared.kwargs, alone=alone)
-                if timeout is None:
-                    value = await invocation
+                if tool.is_async:
+                    invocation = tool.function(**kwargs)
+                    value = await (invocation if timeout is None else wait_for(invocation, timeout))
                 else:
-                    value = await asyncio.wait_for(invocation, timeout)
-            except ModelRetry as exc:
-                record.error = exc.message
-            except TimeoutError:
-                record.error = f"{tool.name} timed out after {timeout:g} s"
+                    value = await self._thread_result(self._submit(tool, kwargs), timeout)
             except Exception as exc:
-                record.error = f"{tool.name} failed: {type(exc).__name__}: {exc}"
+                self._conclude(record, tool, timeout, start, error=exc)
             else:
-                try:
-                    record.result = to_jsonable_python(value)
-                except Exception as exc:
-                    record.error = (
-                        f"{tool.name} returned a {type(value).__name__}, "
-                        f"which cannot be sent as JSON: {exc}"
-                    )
-            record.duration_s = time.perf_counter() - start
+                self._conclude(record, tool, timeout, start, value=value)
+        finally:
+            self._slots.give()
+        return record
+
+    async def _finish_later(
+        self,
+        record: CallRecord,
+        tool: Tool,
+        future: Future[Any],
+        start: float,
+        timeout: float | None,
+    ) -> CallRecord:
+        left = None if timeout is None else timeout - (time.perf_counter() - start)
+        try:
+            value = await self._thread_result(future, left)
+        except Exception as exc:
+            self._conclude(record, tool, timeout, start, error=exc)
+        else:
+            self._conclude(record, tool, timeout, start, value=value)
+        return record
+
+    def _timeout_for(self, tool: Tool) -> float | None:
+        return tool.timeout if tool.timeout is not None else self.timeout
+
+    def _submit(self, tool: Tool, kwargs: dict[str, Any]) -> Future[Any]:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=self._max_concurrency, thread_name_prefix="tooluse-tool"
+            )
+        return self._executor.submit(partial(tool.function, **kwargs))
+
+    @staticmethod
+    async def _thread_result(future: Future[Any], timeout: float | None) -> Any:
+        # Awaiting the wrapped future itself, not a coroutine: wait_for needs no task.
+        waiter = asyncio.wrap_future(future)
+        return await (waiter if timeout is None else wait_for(waiter, max(timeout, 0.0)))
+
+    def _conclude(
+        self,
+        record: CallRecord,
+        tool: Tool,
+        timeout: float | None,
+        start: float,
+        *,
+        value: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Fill in how the call ended, and remember it in the ledger if it counts."""
+        if error is None:
+            try:
+                record.result = to_jsonable_python(value)
+            except Exception as exc:
+                record.error = (
+                    f"{tool.name} returned a {type(value).__name__}, "
+                    f"which cannot be sent as JSON: {exc}"
+                )
+        elif isinstance(error, ModelRetry):
+            record.error = error.message
+        elif isinstance(error, TimeoutError) and timeout is not None:
+            record.error = f"{tool.name} timed out after {timeout:g} s"
+        elif isinstance(error, Exception):
+            record.error = f"{tool.name} failed: {type(error).__name__}: {error}"
+        else:
+            raise error
+        record.duration_s = time.perf_counter() - start
         if self.ledger is not None and tool.side_effects and record.ok:
             self.ledger.remember(record)
-        return record
 
     async def run(
         self, calls: Sequence[ToolCall], *, round_: int = 0, source: str = "json"
@@ -269,7 +418,31 @@ class Dispatcher:
     ) -> Outcome:
         """Validate and execute one call given by name (how scripts call tools)."""
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
-        prepared = self.prepare(ToolCall(call_id, name, text), round_=round_, source=source)
+        outcome = self.call_nowait(name, text, call_id=call_id, round_=round_, source=source)
+        return outcome if isinstance(outcome, CallRecord | RejectedCall) else await outcome
+
+    def call_nowait(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str,
+        *,
+        call_id: str,
+        round_: int = 0,
+        source: str = "script",
+    ) -> Outcome | Awaitable[Outcome]:
+        """Like `call`, but an outcome that is ready at once is returned as it is.
+
+        ``arguments`` is the argument text, or the object it decodes to (JSON values
+        only, as a script's call arrives). A refused call, a replay from the ledger, or
+        a quick sync tool called while no other call runs (see `execute_nowait`) needs
+        no task; anything else comes back as an awaitable of the outcome.
+        """
+        if isinstance(arguments, str):
+            prepared = self.prepare(
+                ToolCall(call_id, name, arguments), round_=round_, source=source
+            )
+        else:
+            prepared = self._prepare_decoded(call_id, name, arguments, round_=round_, source=source)
         if isinstance(prepared, RejectedCall):
             return prepared
-        return await self.execute(prepared, round_=round_, source=source)
+        return self.execute_nowait(prepared, round_=round_, source=source, alone=True)

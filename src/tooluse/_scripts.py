@@ -8,7 +8,7 @@ and goes through the same validation, execution and record as a JSON call.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,18 +61,30 @@ class ScriptRunner:
         self, code: str, *, script_id: str, round_: int = 0, repairs: Sequence[str] = ()
     ) -> tuple[ScriptRecord, list[Outcome]]:
         outcomes: list[Outcome] = []
-        numbers = itertools.count(1)  # taken before awaiting: parallel calls overlap
+        numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
 
-        async def handler(function: str, arguments: dict[str, object]) -> ToolReply:
+        def handler(
+            function: str, arguments: dict[str, object]
+        ) -> ToolReply | Awaitable[ToolReply]:
+            # A plain function, so that a call the dispatcher answers at once (a quick
+            # sync tool, a refusal, a replay) is answered without a task per call.
             tool_name, names = self._by_function[function]
             schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
-            outcome = await self.dispatcher.call(
+            outcome = self.dispatcher.call_nowait(
                 tool_name,
                 schema_arguments,
                 call_id=f"{script_id}.{next(numbers)}",
                 round_=round_,
                 source="script",
             )
+            if isinstance(outcome, CallRecord | RejectedCall):
+                return reply(outcome)
+            return reply_later(outcome)
+
+        async def reply_later(pending: Awaitable[Outcome]) -> ToolReply:
+            return reply(await pending)
+
+        def reply(outcome: Outcome) -> ToolReply:
             outcomes.append(outcome)
             if isinstance(outcome, RejectedCall):
                 return ToolReply.fail(outcome.error, kind="validation")

@@ -239,3 +239,115 @@ async def test_a_tool_mutating_its_arguments_does_not_rewrite_the_record() -> No
     )
     assert [o.arguments for o in outcomes] == [{"items": ["a"]}, {"items": ["a"]}]
     assert [o.content for o in outcomes] == ["2", "2"]
+
+
+async def test_a_quick_sync_call_is_answered_without_awaiting() -> None:
+    @tool
+    def double(x: int) -> int:
+        """Double."""
+        return x * 2
+
+    dispatcher = Dispatcher(Toolbox([double]))
+    ready = dispatcher.call_nowait("double", {"x": 21}, call_id="1")
+    refused = dispatcher.call_nowait("double", {"x": "no"}, call_id="2")
+    (from_json,) = await dispatcher.run([call("double", {"x": 21}, "1")])
+    dispatcher.close()
+    assert isinstance(ready, CallRecord) and ready.result == 42
+    assert isinstance(refused, RejectedCall) and "must be integer" in refused.error
+    assert isinstance(from_json, CallRecord)
+    fields = ready.to_dict(), from_json.to_dict()
+    for record in fields:
+        for varies in ("started_at", "duration_s", "source"):
+            del record[varies]
+    assert fields[0] == fields[1]
+
+
+async def test_a_slow_sync_call_comes_back_as_an_awaitable_and_still_times_out() -> None:
+    release = threading.Event()
+
+    @tool(timeout=0.2)
+    def stuck() -> str:
+        """Blocks a thread."""
+        release.wait(30)
+        return "late"
+
+    dispatcher = Dispatcher(Toolbox([stuck]))
+    pending = dispatcher.call_nowait("stuck", {}, call_id="1")
+    assert not isinstance(pending, CallRecord | RejectedCall)
+    outcome = await pending
+    dispatcher.close()
+    release.set()
+    assert isinstance(outcome, CallRecord) and outcome.error == "stuck timed out after 0.2 s"
+
+
+async def test_an_abandoned_slow_call_gives_its_concurrency_slot_back() -> None:
+    release = threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Blocks until released."""
+        release.wait(30)
+        return "done"
+
+    @tool
+    async def quick() -> str:
+        """Answers at once."""
+        return "quick"
+
+    dispatcher = Dispatcher(Toolbox([slow, quick]), max_concurrency=1)
+    pending = dispatcher.call_nowait("slow", {}, call_id="1")
+    assert not isinstance(pending, CallRecord | RejectedCall)
+    asyncio.ensure_future(pending).cancel()  # before it ever ran: nobody awaits it
+    outcome = await asyncio.wait_for(dispatcher.call("quick", {}, call_id="2"), 5)
+    dispatcher.close()
+    release.set()
+    assert isinstance(outcome, CallRecord) and outcome.result == "quick"
+
+
+async def test_concurrency_limit_holds_for_sync_tools_called_one_by_one() -> None:
+    lock = threading.Lock()
+    running = peak = 0
+
+    @tool
+    def work() -> int:
+        """Hold a thread for a moment."""
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        threading.Event().wait(0.02)
+        with lock:
+            running -= 1
+        return 1
+
+    dispatcher = Dispatcher(Toolbox([work]), max_concurrency=2)
+    outcomes = await asyncio.gather(
+        *(dispatcher.call("work", {}, call_id=str(i)) for i in range(8))
+    )
+    dispatcher.close()
+    assert all(isinstance(o, CallRecord) and o.result == 1 for o in outcomes)
+    assert peak == 2
+
+
+async def test_a_tool_raising_timeout_error_without_a_timeout_is_a_failure() -> None:
+    @tool
+    def flaky() -> str:
+        """Its own connection timed out."""
+        raise TimeoutError("connect timed out")
+
+    (outcome,) = await Dispatcher(Toolbox([flaky]), timeout=None).run([call("flaky", {})])
+    assert isinstance(outcome, CallRecord)
+    assert outcome.error == "flaky failed: TimeoutError: connect timed out"
+
+
+async def test_decoded_arguments_are_refused_like_their_text() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    dispatcher = Dispatcher(Toolbox([echo]), max_argument_bytes=100)
+    for name, arguments in [("ecko", {"text": "hi"}), ("echo", {"text": "x" * 200})]:
+        decoded = dispatcher.call_nowait(name, arguments, call_id="1")
+        text = dispatcher.call_nowait(name, json.dumps(arguments), call_id="1")
+        assert isinstance(decoded, RejectedCall) and decoded == text
