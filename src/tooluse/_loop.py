@@ -224,7 +224,9 @@ def agent_flow(
             window = state.context.messages()
         else:
             window = list(state.messages)
-        request = ModelRequest(window, prepared.tools, prepared.tool_choice)
+        request = ModelRequest(
+            window, prepared.tools, prepared.tool_choice, reply_format=prepared.reply_format
+        )
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
         try:

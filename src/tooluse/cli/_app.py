@@ -107,9 +107,11 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         str,
         typer.Option(
             "--model",
-            help="scripted:FILE.jsonl, openai:MODEL (see --base-url) or anthropic:MODEL.",
+            help="local (the embedded SmolLM2-135M, grammar-constrained), local:FILE.gguf, "
+            "local-unconstrained[:FILE.gguf], scripted:FILE.jsonl, "
+            "openai:MODEL (see --base-url) or anthropic:MODEL.",
         ),
-    ],
+    ] = "local",
     convention: Annotated[
         str,
         typer.Option(

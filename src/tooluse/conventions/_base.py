@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .._messages import ToolCall
-from ..models import ModelResponse, ToolChoice
+from ..models import ModelResponse, ReplyFormat, ToolChoice
 from ..tools import Tool, Toolbox
 
 __all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry", "Script"]
@@ -20,6 +20,7 @@ class Prepared:
     system_prompt: str | None
     tools: Sequence[Tool] = ()
     tool_choice: ToolChoice = "auto"
+    reply_format: ReplyFormat = "text"
 
 
 @dataclass(frozen=True, slots=True)

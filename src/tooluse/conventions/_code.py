@@ -150,7 +150,7 @@ class CodeConvention(Convention):
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
-        return Prepared(system_prompt=text, tools=(), tool_choice="none")
+        return Prepared(system_prompt=text, tools=(), tool_choice="none", reply_format="code")
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         text = response.content or ""

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._base import Model, ModelRequest, ModelResponse, ToolChoice
+from ._base import Model, ModelRequest, ModelResponse, ReplyFormat, ToolChoice
 from ._scripted import ScriptedModel
 from ._spec import resolve_model
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicChat
+    from ._local import LocalModel
     from ._openai import OpenAIChat
 
 __all__ = [
     "AnthropicChat",
+    "LocalModel",
     "Model",
     "ModelRequest",
     "ModelResponse",
     "OpenAIChat",
+    "ReplyFormat",
     "ScriptedModel",
     "ToolChoice",
     "resolve_model",
@@ -34,4 +37,8 @@ def __getattr__(name: str) -> object:
         from ._anthropic import AnthropicChat
 
         return AnthropicChat
+    if name == "LocalModel":
+        from ._local import LocalModel
+
+        return LocalModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

