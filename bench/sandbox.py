@@ -1,13 +1,15 @@
 """Sandbox benchmark: tooluse's isolated runner against in-process peers, same scripts.
 
-Run: .venv/bin/python bench/sandbox.py [--quick]
+Run: .venv/bin/python bench/sandbox.py [--quick] [--no-peers]
 
 Rows:
 - startup: Sandbox() to ready (bubblewrap, fork server, first pre-forked worker).
 - script latency: a trivial script, request to result, p50/p95.
-- tool call round trip: a script making sequential calls to an echo tool; per call,
-  after subtracting the trivial script's latency. The host handler is ``async``; the same
-  calls answered by a plain-function handler are reported under the table.
+- tool call round trip: a script making sequential calls to a sync ``echo`` tool of a
+  Toolbox, as ``Sandbox.run`` and the agent make them: each call validated, run on a worker
+  thread under its timeout and recorded by the dispatcher. Per call, after subtracting the
+  same way's trivial script latency. The same calls answered by a bare ``Sandbox.execute``
+  handler (``async``, and a plain function) are reported under the table.
 - fan-out: 100 calls to a host tool that sleeps 20 ms, issued concurrently.
 - cpu loop: a million-iteration loop, request to result, and its ratio to plain CPython
   ``exec`` of the same code in this process, measured alternately with it.
@@ -32,6 +34,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from tooluse import Toolbox, tool
 from tooluse.sandbox import Handler, IsolationMode, ProxySpec, Sandbox, SandboxLimits, ToolReply
 
 TRIVIAL = "x = 1\nprint(x)"
@@ -63,6 +66,15 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 # -- tooluse -------------------------------------------------------------------------------
+
+
+@tool
+def echo(x: int) -> int:
+    """Return x."""
+    return x
+
+
+ECHO_TOOLBOX = Toolbox([echo])
 
 
 async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> dict[str, Any]:
@@ -98,13 +110,23 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
         out["script_p50_ms"] = statistics.median(latencies) * 1000
         out["script_p95_ms"] = percentile(latencies, 0.95) * 1000
 
+        async def run_toolbox(script: str) -> float:
+            begin = time.perf_counter()
+            result = await sb.arun(script, tools=ECHO_TOOLBOX, timeout=60)
+            if result.status != "ok":
+                raise RuntimeError(f"tooluse failed: {result.error}")
+            return time.perf_counter() - begin
+
         calls_script = "from tools import echo\n" + sequential_calls(args.calls)
-        with_calls = statistics.median([await run(calls_script) for _ in range(3)])
-        per_call = (with_calls - statistics.median(latencies)) / args.calls
-        out["call_round_trip_us"] = per_call * 1e6
-        with_plain = statistics.median([await run(calls_script, plain_handler) for _ in range(3)])
-        per_call = (with_plain - statistics.median(latencies)) / args.calls
-        out["call_round_trip_plain_handler_us"] = per_call * 1e6
+        for _ in range(3):
+            await run_toolbox(TRIVIAL)
+        trivial = statistics.median([await run_toolbox(TRIVIAL) for _ in range(args.scripts)])
+        with_calls = statistics.median([await run_toolbox(calls_script) for _ in range(3)])
+        out["call_round_trip_us"] = (with_calls - trivial) / args.calls * 1e6
+        trivial = statistics.median(latencies)
+        for key, host in [("async_handler", handler), ("plain_handler", plain_handler)]:
+            with_calls = statistics.median([await run(calls_script, host) for _ in range(3)])
+            out[f"call_round_trip_{key}_us"] = (with_calls - trivial) / args.calls * 1e6
 
         fanout = "import tools\nr = tools.parallel(tools.slow, range(100))\nassert len(r) == 100"
         out["fanout_100x20ms_ms"] = statistics.median([await run(fanout) for _ in range(3)]) * 1000
@@ -251,6 +273,7 @@ def fmt(value: object, unit: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, skip slow peer rows")
+    parser.add_argument("--no-peers", action="store_true", help="measure tooluse only")
     args = parser.parse_args()
     args.scripts = 20 if args.quick else 60
     args.calls = 200 if args.quick else 1000
@@ -259,8 +282,9 @@ def main() -> None:
     rows: dict[str, dict[str, Any]] = {}
     rows["tooluse"] = asyncio.run(bench_tooluse("auto", args))
     rows["tooluse (no isolation)"] = asyncio.run(bench_tooluse("none", args))
-    rows["smolagents"] = bench_smolagents(args)
-    rows["monty"] = bench_monty(args)
+    if not args.no_peers:
+        rows["smolagents"] = bench_smolagents(args)
+        rows["monty"] = bench_monty(args)
     columns = [
         ("script p50", "script_p50_ms", "ms"),
         ("script p95", "script_p95_ms", "ms"),
@@ -285,9 +309,10 @@ def main() -> None:
         extra = {k: v for k, v in row.items() if k.endswith(("note", "isolation", "startup_ms"))}
         if "fanout_gather_ms" in row:
             extra["fan-out with asyncio.gather"] = f"{row['fanout_gather_ms']:.1f} ms"
-        if "call_round_trip_plain_handler_us" in row:
-            plain = row["call_round_trip_plain_handler_us"]
-            extra["call rt with a plain-function handler"] = f"{plain:.0f} µs"
+        for key, title in [("async", "an async"), ("plain", "a plain-function")]:
+            if f"call_round_trip_{key}_handler_us" in row:
+                bare = row[f"call_round_trip_{key}_handler_us"]
+                extra[f"call rt with {title} handler"] = f"{bare:.0f} µs"
         if extra:
             print(f"{name}: " + "; ".join(f"{k}={_short(v)}" for k, v in extra.items()))
     load = os.getloadavg()[0]

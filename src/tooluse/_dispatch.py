@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from asyncio import wait_for
 from collections import deque
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -109,6 +109,76 @@ class _Slots:
         self.give()
 
 
+class _Lane:
+    """A worker thread kept for the calls the dispatcher waits on directly.
+
+    Handing a call over and back costs one lock release each way, much less than a
+    thread pool's futures and conditions. A call that outlasts the wait is handed on as
+    a future, and the lane stays busy until the call ends.
+    """
+
+    def __init__(self) -> None:
+        self.busy = False
+        self._closed = False
+        self._go = threading.Lock()
+        self._go.acquire()
+        self._ended = threading.Lock()
+        self._ended.acquire()
+        self._handover = threading.Lock()
+        self._job: Callable[[], Any] | None = None
+        self._outcome: tuple[Any, BaseException | None] = (None, None)
+        self._late: Future[Any] | None = None
+        threading.Thread(target=self._serve, name="tooluse-tool-direct", daemon=True).start()
+
+    def run(
+        self, job: Callable[[], Any], wait: float
+    ) -> tuple[Any, BaseException | None] | Future[Any]:
+        """``job``'s value and exception if it ends within ``wait`` seconds, else a future."""
+        self.busy = True
+        self._job = job
+        self._go.release()
+        if not self._ended.acquire(timeout=wait):
+            with self._handover:
+                if not self._ended.acquire(blocking=False):
+                    late: Future[Any] = Future()
+                    late.set_running_or_notify_cancel()  # like a pool's: running, uncancellable
+                    self._late = late
+                    return late
+        self.busy = False
+        outcome, self._outcome = self._outcome, (None, None)
+        return outcome
+
+    def close(self) -> None:
+        self._closed = True
+        if not self.busy:
+            self._go.release()  # with no job: the thread ends
+
+    def _serve(self) -> None:
+        while True:
+            self._go.acquire()
+            job, self._job = self._job, None
+            if job is None:
+                return
+            value, error = None, None
+            try:
+                value = job()
+            except BaseException as exc:
+                error = exc
+            with self._handover:
+                late, self._late = self._late, None
+                if late is None:
+                    self._outcome = (value, error)
+                    self._ended.release()
+                    continue
+            if error is None:
+                late.set_result(value)
+            else:
+                late.set_exception(error)
+            self.busy = False
+            if self._closed:
+                return
+
+
 class Dispatcher:
     """Validates and executes calls against a toolbox.
 
@@ -142,12 +212,16 @@ class Dispatcher:
         self._checkers: dict[str, ArgumentChecker] = {}
         self._slots = _Slots(max_concurrency)
         self._executor: ThreadPoolExecutor | None = None
+        self._lane: _Lane | None = None
 
     def close(self) -> None:
         """Stop the worker threads; a sync tool still running is abandoned, not joined."""
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
 
     # --- validation -----------------------------------------------------------------
 
@@ -250,34 +324,39 @@ class Dispatcher:
                 record.replayed = True
                 record.started_at = time.time()
                 return record
-        if not alone or tool.is_async or self._slots.in_use or not self._slots.try_take():
+        if (
+            not alone
+            or tool.is_async
+            or self._slots.in_use
+            or (self._lane is not None and self._lane.busy)
+            or not self._slots.try_take()
+        ):
             return self._execute(record, tool, prepared.kwargs)
+        if self._lane is None:
+            self._lane = _Lane()
         timeout = self._timeout_for(tool)
         record.started_at = time.time()
         start = time.perf_counter()
-        future = self._submit(tool, prepared.kwargs)
         # Alone, the call has nothing to run beside it: waiting on its thread directly
         # costs one wake-up instead of a task and a round trip through the event loop's
         # self-pipe, and most tools finish within the moment. Slower calls go on as a task.
         wait = _INLINE_WAIT_S if timeout is None else min(_INLINE_WAIT_S, timeout)
         try:
-            raised = future.exception(timeout=wait)
-        except FutureTimeout:
+            ended = self._lane.run(partial(tool.function, **prepared.kwargs), wait)
+        except BaseException:
+            self._slots.give()
+            raise
+        if isinstance(ended, Future):
             later = asyncio.get_running_loop().create_task(
-                self._finish_later(record, tool, future, start, timeout)
+                self._finish_later(record, tool, ended, start, timeout)
             )
             # The slot is the task's now, given back however the task ends, even if it
             # is cancelled before its first step.
             later.add_done_callback(self._slots.give_back)
             return later
-        except BaseException:
-            self._slots.give()
-            raise
         self._slots.give()
-        if raised is None:
-            self._conclude(record, tool, timeout, start, value=future.result())
-        else:
-            self._conclude(record, tool, timeout, start, error=raised)
+        value, error = ended
+        self._conclude(record, tool, timeout, start, value=value, error=error)
         return record
 
     async def execute(

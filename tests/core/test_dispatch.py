@@ -271,13 +271,24 @@ async def test_a_slow_sync_call_comes_back_as_an_awaitable_and_still_times_out()
         release.wait(30)
         return "late"
 
-    dispatcher = Dispatcher(Toolbox([stuck]))
+    @tool
+    def double(x: int) -> int:
+        """Double."""
+        return x * 2
+
+    dispatcher = Dispatcher(Toolbox([stuck, double]))
     pending = dispatcher.call_nowait("stuck", {}, call_id="1")
     assert not isinstance(pending, CallRecord | RejectedCall)
     outcome = await pending
+    # The thread the stuck call holds is not needed for the next calls.
+    after = [
+        await dispatcher.call(name, args, call_id="2")
+        for name, args in [("double", {"x": 2}), ("stuck", {}), ("double", {"x": 3})]
+    ]
     dispatcher.close()
     release.set()
     assert isinstance(outcome, CallRecord) and outcome.error == "stuck timed out after 0.2 s"
+    assert [o.content for o in after] == ["4", "Error: stuck timed out after 0.2 s", "6"]
 
 
 async def test_an_abandoned_slow_call_gives_its_concurrency_slot_back() -> None:
