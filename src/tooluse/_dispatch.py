@@ -93,7 +93,7 @@ class _Slots:
         except BaseException:
             if waiter.done() and not waiter.cancelled():
                 self.give()  # handed a slot just as we were cancelled: pass it on
-            else:
+            elif waiter in self._waiters:  # give() drops cancelled waiters it meets
                 self._waiters.remove(waiter)
             raise
 

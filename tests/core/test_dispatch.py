@@ -362,3 +362,30 @@ async def test_decoded_arguments_are_refused_like_their_text() -> None:
         decoded = dispatcher.call_nowait(name, arguments, call_id="1")
         text = dispatcher.call_nowait(name, json.dumps(arguments), call_id="1")
         assert isinstance(decoded, RejectedCall) and decoded == text
+
+
+async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
+    gate = asyncio.Event()
+
+    @tool
+    async def hold() -> str:
+        """Hold the only slot until the gate opens."""
+        await gate.wait()
+        return "held"
+
+    @tool
+    async def quick() -> str:
+        """Answer at once."""
+        return "quick"
+
+    dispatcher = Dispatcher(Toolbox([hold, quick]), timeout=None, max_concurrency=1)
+    holder = asyncio.ensure_future(dispatcher.call("hold", {}, call_id="1"))
+    first = asyncio.ensure_future(dispatcher.call("quick", {}, call_id="2"))
+    second = asyncio.ensure_future(dispatcher.call("quick", {}, call_id="3"))
+    await asyncio.sleep(0.01)  # both wait for the slot
+    gate.set()
+    first.cancel()  # after the holder is woken: its slot skips the cancelled waiter
+    held, answered = await holder, await asyncio.wait_for(second, 5)
+    assert isinstance(held, CallRecord) and held.result == "held"
+    assert isinstance(answered, CallRecord) and answered.result == "quick"
+    assert first.cancelled()
