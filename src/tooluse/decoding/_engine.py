@@ -99,6 +99,16 @@ class TokenMask:
         allowed[:n] = bits[:n].astype(np.bool_)
         return allowed
 
+    def accepts(self, token: int, *, ends: bool = False) -> bool:
+        """Whether `token` may come next; if so (and it does not end the text) it is consumed.
+
+        `ends` says the token is an end-of-sequence token, allowed exactly when
+        the grammar is satisfied. A refused token leaves the state unchanged.
+        """
+        if ends:
+            return bool(self.matcher.is_accepting())
+        return self.matcher.try_consume_tokens([token]) == 1
+
     def consume(self, tokens: Sequence[int]) -> bool:
         """Advance over `tokens`; False means the grammar rejected one."""
         return bool(self.matcher.consume_tokens(list(tokens)))

@@ -20,6 +20,7 @@ import functools
 import importlib.util
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -86,7 +87,9 @@ class DecodeStats:
     reused_tokens: int = 0
     sampled_tokens: int = 0
     forced_tokens: int = 0
+    #: Wall time of the whole request, and of evaluating the prompt within it.
     seconds: float = 0.0
+    prefill_seconds: float = 0.0
     mask_seconds: list[float] = field(default_factory=list)
 
 
@@ -103,7 +106,7 @@ class LocalModel(Model):
             temperature wins when set.
         seed: seeds sampling when the temperature is above 0.
         max_string_length: the bound put on unbounded strings in schemas.
-        threads: CPU threads for llama.cpp (None: all cores).
+        threads: CPU threads for llama.cpp (None: every core this process may use).
     """
 
     native_tools = True
@@ -298,9 +301,16 @@ class _Engine:
         except ImportError as exc:
             raise UsageError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from exc
         started = time.perf_counter()
-        kwargs: dict[str, Any] = {"n_ctx": n_ctx, "verbose": False, "logits_all": False}
-        if threads is not None:
-            kwargs["n_threads"] = threads
+        # llama.cpp's own default is half the cores; on small machines all of
+        # them decode faster (40 against 29 tokens/s on 2 busy cores).
+        threads = threads or len(os.sched_getaffinity(0))
+        kwargs: dict[str, Any] = {
+            "n_ctx": n_ctx,
+            "n_threads": threads,
+            "n_threads_batch": threads,
+            "verbose": False,
+            "logits_all": False,
+        }
         try:
             self.llm = llama_cpp.Llama(model_path=path, **kwargs)
         except (ValueError, RuntimeError) as exc:
@@ -370,6 +380,7 @@ class _Engine:
             )
         max_tokens = min(max_tokens, room)
         stats.reused_tokens = self._prefill(prompt_tokens)
+        stats.prefill_seconds = time.perf_counter() - started
         out: list[int] = []
         finish = "length"
         while len(out) < max_tokens:
@@ -384,16 +395,13 @@ class _Engine:
                         break
                     llm.eval(forced)
                     continue
-            logits = self._logits()
-            if mask is not None:
-                logits = np.where(mask.allowed(logits.size), logits, -np.inf)
-            token = _sample(logits, temperature, rng)
+            token = self._choose(self._logits(), mask, temperature, rng)
             if token in self.eog:
                 finish = "stop"
                 break
             stats.sampled_tokens += 1
             out.append(token)
-            if mask is not None and (not mask.consume([token]) or mask.done):
+            if mask is not None and (mask.error or mask.done):
                 finish = "stop"
                 break
             llm.eval([token])
@@ -401,6 +409,28 @@ class _Engine:
             stats.mask_seconds = mask.mask_times
         stats.seconds = time.perf_counter() - started
         return out, finish, stats
+
+    def _choose(
+        self,
+        logits: npt.NDArray[np.float32],
+        mask: TokenMask | None,
+        temperature: float,
+        rng: np.random.Generator,
+    ) -> int:
+        """The next token; under a grammar it is consumed by the mask (unless it ends the text)."""
+        if mask is None:
+            return _sample(logits, temperature, rng)
+        if temperature <= 0:
+            # Greedy: when the model's own first choice fits the grammar it is
+            # also the masked choice, and the mask need not be computed at all.
+            token = int(np.argmax(logits))
+            if mask.accepts(token, ends=token in self.eog):
+                return token
+        allowed = mask.allowed(logits.size)
+        token = _sample(np.where(allowed, logits, -np.inf), temperature, rng)
+        if token not in self.eog:
+            mask.consume([token])
+        return token
 
     def _prefill(self, tokens: list[int]) -> int:
         """Evaluate `tokens`, reusing the cached prefix; returns how many were reused."""

@@ -1,0 +1,231 @@
+"""The embedded model, run in process by llama.cpp, with and without the grammar."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from examples.seed_tools import toolbox
+from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
+from tooluse.conventions import extract_script
+from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
+from tooluse.models._local import _read_calls, _template_messages
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = list(toolbox)
+SCHEMAS = {t.name: t.parameters for t in TOOLS}
+SYSTEM = Message("system", "You are a helpful assistant.")
+TASKS = [
+    "What is the weather in Paris?",
+    "Convert 100 USD to EUR.",
+    "What is the capital of Japan?",
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalModel:
+    return LocalModel(max_output_tokens=48)
+
+
+@pytest.fixture(scope="module")
+def free_model() -> LocalModel:
+    return LocalModel(constrained=False, max_output_tokens=48)
+
+
+def ask(model: LocalModel, task: str, choice: str = "auto", tools: bool = True) -> ModelResponse:
+    request = ModelRequest([SYSTEM, Message("user", task)], TOOLS if tools else (), choice)
+    return model.respond_sync(request)
+
+
+def assert_valid(call: ToolCall) -> None:
+    assert call.name in SCHEMAS, call
+    jsonschema.validate(json.loads(call.arguments), SCHEMAS[call.name])
+
+
+def test_a_named_tool_choice_gives_one_valid_call_to_that_tool(model: LocalModel) -> None:
+    for task in TASKS:
+        response = ask(model, task, choice="get_exchange_rate")
+        assert [c.name for c in response.tool_calls] == ["get_exchange_rate"], task
+        assert_valid(response.tool_calls[0])
+        assert response.content is None and response.problems == []
+        # Only the arguments were sampled: the call's frame was forced.
+        assert model.last_stats.forced_tokens > model.last_stats.sampled_tokens > 0
+
+
+def test_required_calls_are_all_valid(model: LocalModel) -> None:
+    for task in TASKS:
+        response = ask(model, task, choice="required")
+        assert response.tool_calls, task
+        for call in response.tool_calls:
+            assert_valid(call)
+
+
+def test_the_model_chooses_between_calling_and_answering_and_every_call_is_valid(
+    model: LocalModel,
+) -> None:
+    kinds = set()
+    for task in TASKS:
+        response = ask(model, task)
+        assert response.problems == []
+        assert response.tool_calls or response.content
+        kinds.add("call" if response.tool_calls else "answer")
+        for call in response.tool_calls:
+            assert_valid(call)
+    assert kinds, "no reply at all"
+
+
+def test_without_the_grammar_the_model_decodes_freely(free_model: LocalModel) -> None:
+    request = ModelRequest([SYSTEM, Message("user", TASKS[0])], TOOLS, "required")
+    assert free_model.grammar_for(request) is None
+    response = free_model.respond_sync(request)
+    assert response.usage is not None and response.usage.output_tokens > 0
+    assert free_model.last_stats.forced_tokens == 0
+
+
+def test_code_replies_hold_at_most_one_closed_python_block(model: LocalModel) -> None:
+    for task in ["Write a script that prints 2 + 2.", "Print the squares of 1 to 5 with Python."]:
+        request = ModelRequest([Message("user", task)], (), "none", reply_format="code")
+        text = model.respond_sync(request).content or ""
+        fences = text.count("```")
+        assert fences in (0, 2), text
+        if fences:
+            assert text.endswith("\n```") and "```python\n" in text
+            # The block is exactly what the convention reads, with no repair needed.
+            block = text[text.index("```python\n") + 10 : -4]
+            found = extract_script(text, set())
+            assert not isinstance(found, SyntaxError) and found is not None
+            assert found.code.strip() == block.strip()
+
+
+def test_no_tools_means_no_grammar_and_plain_text(model: LocalModel) -> None:
+    response = ask(model, "Say hello.", choice="none")
+    assert response.tool_calls == [] and response.content
+
+
+def test_the_prompt_prefix_is_reused_across_turns(model: LocalModel) -> None:
+    ask(model, TASKS[0])
+    first = model.last_stats
+    ask(model, TASKS[1])
+    second = model.last_stats
+    # The system prompt with the tools is the same; only the task differs.
+    assert second.reused_tokens > 0.8 * first.prompt_tokens - 30
+
+
+def test_the_output_cap_ends_the_reply_with_finish_reason_length() -> None:
+    short = LocalModel(max_output_tokens=3, constrained=False)
+    response = ask(short, "Tell me a long story about the sea.", tools=False)
+    assert response.finish_reason == "length"
+    assert response.usage is not None and response.usage.output_tokens == 3
+
+
+def test_a_prompt_longer_than_the_window_is_a_clear_error(model: LocalModel) -> None:
+    with pytest.raises(ModelResponseError, match="context window is 8192"):
+        ask(model, "word " * 9000, tools=False)
+
+
+def test_a_forced_tool_that_is_not_offered_is_a_usage_error(model: LocalModel) -> None:
+    with pytest.raises(UsageError, match="not one of the request's tools"):
+        ask(model, "x", choice="no_such_tool")
+
+
+def test_model_specs() -> None:
+    assert isinstance(resolve_model("local"), LocalModel)
+    assert resolve_model("local").constrained is True
+    assert resolve_model("local-unconstrained").constrained is False
+    with pytest.raises(UsageError, match="no such model file"):
+        resolve_model("local:/nonexistent/model.gguf")
+
+
+def test_an_agent_runs_on_the_embedded_model_in_every_convention() -> None:
+    for convention in ("json", "text", "code"):
+        agent = Agent(
+            LocalModel(max_output_tokens=64), toolbox, convention=convention, max_rounds=2
+        )
+        with agent:
+            result = agent.run("What is the weather in Paris?")
+        assert result.status in ("completed", "max_rounds", "cycle"), (convention, result.error)
+        assert result.usage.input_tokens > 0 and result.usage.source == "provider"
+        if convention == "json":
+            # Constrained decoding: nothing the model emits fails validation.
+            assert result.rejected == [], result.rejected
+            for record in result.calls:
+                jsonschema.validate(record.arguments, SCHEMAS[record.name])
+
+
+def test_calls_are_read_from_text_and_broken_ones_reported() -> None:
+    response = ModelResponse()
+    _read_calls(
+        'Let me check.\n<tool_call>{"name":"a","arguments":{"x":1}}</tool_call>\n'
+        '<tool_call>{"name":"b","arguments":{</tool_call>',
+        response,
+    )
+    assert [(c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("a", {"x": 1})]
+    assert response.content == "Let me check."
+    assert len(response.problems) == 1 and "call 2 is not valid JSON" in response.problems[0]
+
+    unclosed = ModelResponse()
+    _read_calls('<tool_call>{"name":"a","arguments":{}}', unclosed)
+    assert unclosed.tool_calls == [] and "never closed" in unclosed.problems[0]
+
+
+def test_the_conversation_is_rendered_in_roles_every_template_knows() -> None:
+    call = ToolCall("c1", "lookup_capital", '{"country":"Japan"}')
+    request = ModelRequest(
+        [
+            SYSTEM,
+            Message("user", "Capital of Japan?"),
+            Message("assistant", None, (call,)),
+            Message("tool", "Tokyo", tool_call_id="c1", name="lookup_capital"),
+        ],
+        TOOLS,
+    )
+    rendered = _template_messages(request)
+    assert [m["role"] for m in rendered] == ["system", "user", "assistant", "user"]
+    assert rendered[0]["content"].startswith("You are a helpful assistant.")
+    assert '{"name":"lookup_capital"' in rendered[0]["content"]
+    assert rendered[2]["content"] == (
+        '<tool_call>{"name":"lookup_capital","arguments":{"country":"Japan"}}</tool_call>'
+    )
+    assert rendered[3]["content"] == "<tool_response>\nTokyo\n</tool_response>"
+
+
+def test_tooluse_run_defaults_to_the_embedded_model() -> None:
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "tooluse"),
+            "run",
+            "What is 2 + 2?",
+            "--tools",
+            "examples.seed_tools:toolbox",
+            "--max-rounds",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert "local:SmolLM2-135M-Instruct.Q4_1" in proc.stderr or "rounds" in proc.stderr, proc.stderr
+    assert " in / " in proc.stderr and "(provider)" in proc.stderr, proc.stderr
+
+
+def test_greedy_decoding_skips_the_mask_only_when_it_would_not_change_the_choice() -> None:
+    # A tiny temperature samples from the fully masked distribution, which is
+    # the masked argmax; greedy decoding checks the model's own first choice
+    # against the grammar and computes the mask only when it is refused.
+    # Both must give the same text.
+    greedy = LocalModel(max_output_tokens=48)
+    masked = LocalModel(max_output_tokens=48, temperature=1e-6)
+    for task in TASKS[:2]:
+        for choice in ("auto", "get_current_weather"):
+            a = ask(greedy, task, choice=choice)
+            full_masks = len(greedy.last_stats.mask_seconds)
+            b = ask(masked, task, choice=choice)
+            assert (a.content, a.tool_calls) == (b.content, b.tool_calls), (task, choice)
+            assert full_masks <= len(masked.last_stats.mask_seconds)
