@@ -21,7 +21,7 @@ from ._trace import EventSink, JsonlTrace, stamp
 from .context._store import ContextStore
 from .context._window import ContextPolicy, ContextWindow
 from .conventions import Convention, get_convention
-from .models import Model
+from .models import Model, ToolChoice
 from .sandbox import IsolationMode, Sandbox
 from .tools import Tool, Toolbox
 
@@ -54,6 +54,10 @@ class Agent:
         script_timeout: wall-clock seconds a script may run.
         context: a hard token budget for what the model sees, with the context
             tools (see `ContextPolicy`); None sends the whole conversation.
+        tool_choice: for conventions that pass tools natively (json):
+            ``required`` or a tool's name makes the model call (that tool)
+            until a call has run, then the choice is the model's again, so
+            it can answer; None leaves it to the convention (``auto``).
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -78,6 +82,7 @@ class Agent:
         isolation: IsolationMode = "auto",
         script_timeout: float = 30.0,
         context: ContextPolicy | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -85,8 +90,21 @@ class Agent:
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self.convention = get_convention(convention)
         self.system_prompt = system_prompt
+        if tool_choice not in (None, "auto", "none", "required") and tool_choice not in self.tools:
+            raise UsageError(f"tool_choice={tool_choice!r} names no tool; have: {self.tools.names}")
+        if (
+            tool_choice not in (None, "auto")
+            and not self.convention.prepare(self.tools, None).tools
+        ):
+            raise UsageError(
+                "tool_choice needs a convention that passes tools natively (json), "
+                f"not {self.convention.name}"
+            )
         self.config = LoopConfig(
-            max_rounds=max_rounds, cycle_limit=cycle_limit, count_tokens=count_tokens
+            max_rounds=max_rounds,
+            cycle_limit=cycle_limit,
+            count_tokens=count_tokens,
+            tool_choice=tool_choice,
         )
         self.tool_timeout = tool_timeout
         self.max_concurrency = max_concurrency

@@ -20,7 +20,7 @@ from ._result import RunStatus, RunUsage
 from ._tokens import count_tokens
 from .context._window import ContextWindow
 from .conventions import Answer, Calls, Convention, Prepared, Retry, Script
-from .models import ModelRequest, ModelResponse
+from .models import ModelRequest, ModelResponse, ToolChoice
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow"]
 
@@ -56,6 +56,8 @@ class LoopConfig:
     cycle_limit: int | None = 5
     count_tokens: bool = True
     max_result_chars: int = 50_000
+    #: Overrides the convention's tool choice until a call has run.
+    tool_choice: ToolChoice | None = None
 
 
 @dataclass(slots=True)
@@ -224,9 +226,10 @@ def agent_flow(
             window = state.context.messages()
         else:
             window = list(state.messages)
-        request = ModelRequest(
-            window, prepared.tools, prepared.tool_choice, reply_format=prepared.reply_format
-        )
+        choice = prepared.tool_choice
+        if config.tool_choice is not None and not state.calls:
+            choice = config.tool_choice
+        request = ModelRequest(window, prepared.tools, choice, reply_format=prepared.reply_format)
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
         try:

@@ -100,7 +100,9 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
     A tool message that answers no call of the assistant message before it
     (a script's output in the code convention) is sent as a user message:
-    the API accepts tool messages only in reply to tool calls.
+    the API accepts tool messages only in reply to tool calls. An assistant
+    message with calls and no text carries ``""``, not null: the API takes
+    both, but some compatible servers (llama-cpp-python's) refuse null.
     """
     out: list[dict[str, Any]] = []
     open_calls: set[str] = set()
@@ -111,7 +113,10 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             label = f"Output of {message.name}" if message.name else "Output"
             out.append({"role": "user", "content": f"{label}:\n{message.content or ''}"})
             continue
-        out.append(message.to_openai())
+        wire = message.to_openai()
+        if wire.get("content", "") is None:
+            wire["content"] = ""
+        out.append(wire)
     return out
 
 

@@ -336,3 +336,34 @@ def test_history_continues_a_conversation() -> None:
     assert [c.name for c in second.calls] == ["get_current_weather"]  # only this turn's calls
     new_tool_messages = [m for m in second.messages[len(first.messages) :] if m.role == "tool"]
     assert [m.tool_call_id for m in new_tool_messages] == [c.id for c in second.calls]
+
+
+def test_tool_choice_holds_until_a_call_has_run_then_the_model_chooses() -> None:
+    @tool
+    def ping(n: int) -> int:
+        """Echo n."""
+        return n
+
+    model = ScriptedModel(
+        [
+            {"tool_calls": [{"id": "c1", "function": {"name": "nope", "arguments": "{}"}}]},
+            {"tool_calls": [{"id": "c2", "function": {"name": "ping", "arguments": '{"n": 1}'}}]},
+            "done",
+        ]
+    )
+    result = Agent(model, [ping], tool_choice="ping").run("go")
+    assert result.status == "completed" and [c.result for c in result.calls] == [1]
+    # A refused call is not a call that ran: the choice still holds after it.
+    assert [r.tool_choice for r in model.requests] == ["ping", "ping", "auto"]
+
+
+def test_tool_choice_is_checked_when_the_agent_is_made() -> None:
+    @tool
+    def ping(n: int) -> int:
+        """Echo n."""
+        return n
+
+    with pytest.raises(UsageError, match="names no tool"):
+        Agent(ScriptedModel([]), [ping], tool_choice="pong")
+    with pytest.raises(UsageError, match="passes tools natively"):
+        Agent(ScriptedModel([]), [ping], convention="code", tool_choice="required")

@@ -21,7 +21,7 @@ import pytest
 
 from examples.seed_tools import toolbox
 from tooluse import Agent, Message, ToolCall
-from tooluse._exceptions import ModelConnectionError, ModelServerError
+from tooluse._exceptions import ModelConnectionError
 from tooluse.models import ModelRequest, OpenAIChat
 from tooluse.tools import Tool, Toolbox
 
@@ -113,12 +113,6 @@ async def test_usage_is_reported_by_the_server(model: OpenAIChat) -> None:
     assert response.content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ModelServerError,
-    reason="OpenAIChat sends an assistant message with tool calls as content: null, "
-    "which the OpenAI API accepts and llama-cpp-python's server refuses with HTTP 500",
-)
 async def test_conversation_after_a_tool_call_is_accepted(model: OpenAIChat) -> None:
     call = ToolCall("call_1", "get_current_weather", '{"location": "Paris"}')
     messages = [
@@ -138,19 +132,21 @@ async def test_conversation_after_a_tool_call_is_accepted(model: OpenAIChat) -> 
 
 
 async def test_agent_executes_the_call_the_server_makes(model: OpenAIChat) -> None:
-    # One round: asking again after a tool call hits the content-null refusal above.
-    agent = Agent(model, toolbox, max_rounds=1)
+    # Two rounds: the server accepts the conversation after the call (this
+    # server leaves tool results out of its prompt, so it may call again).
+    agent = Agent(model, toolbox, max_rounds=2)
 
     result = await agent.arun("What is the weather in Paris?")
 
-    assert result.status == "max_rounds"
-    [record] = result.calls
+    assert result.status in ("completed", "max_rounds"), result.error
+    assert result.rounds == 2
+    record = result.calls[0]
     assert record.name == "get_current_weather"
     assert record.error is None
     assert "paris" in record.arguments["location"].lower()
     assert record.result["temperature"] == 18.0
     assert record.result["conditions"] == "partly cloudy"
-    user, assistant, answer = result.messages
+    user, assistant, answer = result.messages[:3]
     assert (user.role, user.content) == ("user", "What is the weather in Paris?")
     [asked] = assistant.tool_calls
     assert asked.id == record.id

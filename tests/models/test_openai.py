@@ -193,7 +193,7 @@ async def test_conversation_with_tool_results_is_sent_in_wire_shape(
         {"role": "user", "content": "Weather in Oslo?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_1",
