@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import select
 import threading
 import time
+import weakref
 from asyncio import wait_for
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -33,6 +36,8 @@ __all__ = ["Dispatcher", "Ledger"]
 
 _RAW_KEEP = 300
 _INLINE_WAIT_S = 0.001
+# The direct wait selects on a pipe, which Windows cannot do.
+_CAN_WAIT_DIRECTLY = os.name == "posix"
 
 
 # json.dumps(arguments, default=str) without building an encoder per call.
@@ -112,18 +117,17 @@ class _Slots:
 class _Lane:
     """A worker thread kept for the calls the dispatcher waits on directly.
 
-    Handing a call over and back costs one lock release each way, much less than a
-    thread pool's futures and conditions. A call that outlasts the wait is handed on as
-    a future, and the lane stays busy until the call ends.
+    A call goes over, and word of its end comes back, as a byte through a pipe:
+    ``os.write`` lets go of the GIL before it wakes the other thread, which can then run
+    at once, where a lock released while holding the GIL wakes it only to wait for the
+    GIL (about twice the cost). A call that outlasts the wait is handed on as a future,
+    and the lane stays busy until the call ends.
     """
 
     def __init__(self) -> None:
         self.busy = False
-        self._closed = False
-        self._go = threading.Lock()
-        self._go.acquire()
-        self._ended = threading.Lock()
-        self._ended.acquire()
+        self._go_read, self._go_write = os.pipe()
+        self._ended_read, self._ended_write = os.pipe()
         self._handover = threading.Lock()
         self._job: Callable[[], Any] | None = None
         self._outcome: tuple[Any, BaseException | None] = (None, None)
@@ -136,47 +140,50 @@ class _Lane:
         """``job``'s value and exception if it ends within ``wait`` seconds, else a future."""
         self.busy = True
         self._job = job
-        self._go.release()
-        if not self._ended.acquire(timeout=wait):
+        os.write(self._go_write, b"\0")
+        ended = [self._ended_read]
+        if not select.select(ended, [], [], wait)[0]:
             with self._handover:
-                if not self._ended.acquire(blocking=False):
+                if not select.select(ended, [], [], 0)[0]:
                     late: Future[Any] = Future()
                     late.set_running_or_notify_cancel()  # like a pool's: running, uncancellable
                     self._late = late
                     return late
+        os.read(self._ended_read, 1)
         self.busy = False
         outcome, self._outcome = self._outcome, (None, None)
         return outcome
 
     def close(self) -> None:
-        self._closed = True
-        if not self.busy:
-            self._go.release()  # with no job: the thread ends
+        """Let the thread end, now or once the call it runs ends."""
+        if self._go_write >= 0:
+            os.close(self._go_write)
+            self._go_write = -1
 
     def _serve(self) -> None:
-        while True:
-            self._go.acquire()
-            job, self._job = self._job, None
-            if job is None:
-                return
-            value, error = None, None
-            try:
-                value = job()
-            except BaseException as exc:
-                error = exc
-            with self._handover:
-                late, self._late = self._late, None
-                if late is None:
-                    self._outcome = (value, error)
-                    self._ended.release()
-                    continue
-            if error is None:
-                late.set_result(value)
-            else:
-                late.set_exception(error)
-            self.busy = False
-            if self._closed:
-                return
+        try:
+            while os.read(self._go_read, 1):
+                job, self._job = self._job, None
+                assert job is not None
+                value, error = None, None
+                try:
+                    value = job()
+                except BaseException as exc:
+                    error = exc
+                with self._handover:
+                    late, self._late = self._late, None
+                    if late is None:
+                        self._outcome = (value, error)
+                        os.write(self._ended_write, b"\0")
+                        continue
+                if error is None:
+                    late.set_result(value)
+                else:
+                    late.set_exception(error)
+                self.busy = False
+        finally:
+            for fd in (self._go_read, self._ended_read, self._ended_write):
+                os.close(fd)
 
 
 class Dispatcher:
@@ -326,6 +333,7 @@ class Dispatcher:
                 return record
         if (
             not alone
+            or not _CAN_WAIT_DIRECTLY
             or tool.is_async
             or self._slots.in_use
             or (self._lane is not None and self._lane.busy)
@@ -334,6 +342,8 @@ class Dispatcher:
             return self._execute(record, tool, prepared.kwargs)
         if self._lane is None:
             self._lane = _Lane()
+            # Its thread ends with the dispatcher even if close() is never called.
+            weakref.finalize(self, self._lane.close)
         timeout = self._timeout_for(tool)
         record.started_at = time.time()
         start = time.perf_counter()

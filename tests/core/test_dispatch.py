@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 from typing import Any
@@ -389,3 +390,24 @@ async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
     assert isinstance(held, CallRecord) and held.result == "held"
     assert isinstance(answered, CallRecord) and answered.result == "quick"
     assert first.cancelled()
+
+
+async def test_the_threads_of_a_closed_or_dropped_dispatcher_end() -> None:
+    @tool
+    def double(x: int) -> int:
+        """Double."""
+        return x * 2
+
+    for close in (True, False):
+        before = set(threading.enumerate())
+        dispatcher = Dispatcher(Toolbox([double]))
+        outcome = await dispatcher.call("double", {"x": 2}, call_id="1")
+        assert isinstance(outcome, CallRecord) and outcome.result == 4
+        started = set(threading.enumerate()) - before
+        if close:
+            dispatcher.close()
+        del dispatcher
+        gc.collect()
+        for thread in started:
+            thread.join(5)
+        assert started and not any(t.is_alive() for t in started)

@@ -174,8 +174,10 @@ class Sandbox:
             script: Python source. It may ``import`` the tool module (``module_name``) and
                 may use top-level ``await``.
             tools: the tools the module exposes; calls to any other name are refused.
-            handler: runs each call on the host (``async`` or plain); required if the
-                script calls tools.
+            handler: runs each call on the host; required if the script calls tools. An
+                ``async`` handler runs as a task per call. A plain function may return a
+                ``ToolReply``, sent back at once with no task, or an awaitable of one
+                when it has to wait.
             timeout: wall-clock seconds before the script is killed.
             module_name: the name the script imports the tools under.
             max_calls: overrides ``limits.max_calls`` for this script.
