@@ -40,8 +40,24 @@ _INLINE_WAIT_S = 0.001
 _CAN_WAIT_DIRECTLY = os.name == "posix"
 
 
-# json.dumps(arguments, default=str) without building an encoder per call.
-_arguments_text = json.JSONEncoder(default=str).encode
+def _text_encoder() -> Callable[[object], str]:
+    """What ``json.dumps(value, default=str)`` writes, with the C encoder built once.
+
+    Without the check for circular references: the values come decoded from JSON.
+    """
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is None:
+        return json.JSONEncoder(default=str, check_circular=False).encode
+    ascii_string = json.encoder.encode_basestring_ascii
+    chunks = make_encoder(None, str, ascii_string, None, ": ", ", ", False, False, True)
+
+    def encode(value: object) -> str:
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_arguments_text = _text_encoder()
 
 
 def _canonical(arguments: Mapping[str, Any]) -> str:
