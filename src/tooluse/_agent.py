@@ -58,6 +58,8 @@ class Agent:
             ``required`` or a tool's name makes the model call (that tool)
             until a call has run, then the choice is the model's again, so
             it can answer; None leaves it to the convention (``auto``).
+        parallel_tool_calls: False asks the model for at most one call per
+            reply (backends that support it); None leaves the backend's default.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -83,6 +85,7 @@ class Agent:
         script_timeout: float = 30.0,
         context: ContextPolicy | None = None,
         tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -105,6 +108,7 @@ class Agent:
             cycle_limit=cycle_limit,
             count_tokens=count_tokens,
             tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
         )
         self.tool_timeout = tool_timeout
         self.max_concurrency = max_concurrency

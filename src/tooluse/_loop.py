@@ -58,6 +58,7 @@ class LoopConfig:
     max_result_chars: int = 50_000
     #: Overrides the convention's tool choice until a call has run.
     tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
 
 
 @dataclass(slots=True)
@@ -229,7 +230,13 @@ def agent_flow(
         choice = prepared.tool_choice
         if config.tool_choice is not None and not state.calls:
             choice = config.tool_choice
-        request = ModelRequest(window, prepared.tools, choice, reply_format=prepared.reply_format)
+        request = ModelRequest(
+            window,
+            prepared.tools,
+            choice,
+            reply_format=prepared.reply_format,
+            parallel_tool_calls=config.parallel_tool_calls,
+        )
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
         try:

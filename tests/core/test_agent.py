@@ -355,6 +355,10 @@ def test_tool_choice_holds_until_a_call_has_run_then_the_model_chooses() -> None
     assert result.status == "completed" and [c.result for c in result.calls] == [1]
     # A refused call is not a call that ran: the choice still holds after it.
     assert [r.tool_choice for r in model.requests] == ["ping", "ping", "auto"]
+    assert {r.parallel_tool_calls for r in model.requests} == {None}
+    single = ScriptedModel(["done"])
+    Agent(single, [ping], parallel_tool_calls=False).run("go")
+    assert single.requests[0].parallel_tool_calls is False
 
 
 def test_tool_choice_is_checked_when_the_agent_is_made() -> None:

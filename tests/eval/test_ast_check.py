@@ -45,6 +45,7 @@ def test_public_names() -> None:
         "BenchDataError",
         "Call",
         "CallMetrics",
+        "CallPolicy",
         "ChainTask",
         "Crossover",
         "FanoutTask",

@@ -257,3 +257,14 @@ def test_the_summary_keeps_models_apart(tmp_path: Path) -> None:
     oracle_part, silent_part = text.split("## fanout (silent)")
     assert "| listed | json | 1 | 100.0% |" in oracle_part.split("## fanout (oracle)")[1]
     assert "| listed | json | 1 | 0.0% |" in silent_part
+
+
+def test_rows_name_a_call_policy_beside_the_model() -> None:
+    from tooluse.eval import CallPolicy
+    from tooluse.eval._runner import model_label
+
+    assert model_label("local") == "local"
+    assert model_label("local", CallPolicy()) == "local"
+    assert model_label("local", CallPolicy("required", False)) == (
+        "local tool_choice=required parallel_tool_calls=false"
+    )

@@ -162,6 +162,19 @@ async def test_tool_choice_mapping(
     assert server.requests[0].json["tool_choice"] == expected
 
 
+async def test_one_call_per_reply_disables_parallel_tool_use(
+    server: MessagesServer, model: AnthropicChat
+) -> None:
+    server.enqueue(message(text("ok")))
+
+    await model.respond(ask(tools=[get_weather], tool_choice="required", parallel_tool_calls=False))
+
+    assert server.requests[0].json["tool_choice"] == {
+        "type": "any",
+        "disable_parallel_tool_use": True,
+    }
+
+
 async def test_no_tools_means_no_tools_field(server: MessagesServer, model: AnthropicChat) -> None:
     server.enqueue(message(text("ok")))
 

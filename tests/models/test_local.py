@@ -79,6 +79,16 @@ def test_the_model_chooses_between_calling_and_answering_and_every_call_is_valid
     assert kinds, "no reply at all"
 
 
+def test_one_call_per_reply_when_parallel_calls_are_off(model: LocalModel) -> None:
+    for task in TASKS:
+        request = ModelRequest(
+            [SYSTEM, Message("user", task)], TOOLS, "required", parallel_tool_calls=False
+        )
+        response = model.respond_sync(request)
+        assert len(response.tool_calls) == 1, task
+        assert_valid(response.tool_calls[0])
+
+
 def test_without_the_grammar_the_model_decodes_freely(free_model: LocalModel) -> None:
     request = ModelRequest([SYSTEM, Message("user", TASKS[0])], TOOLS, "required")
     assert free_model.grammar_for(request) is None

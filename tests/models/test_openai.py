@@ -154,6 +154,19 @@ async def test_named_tool_choice(server: ChatServer, model: OpenAIChat) -> None:
     }
 
 
+async def test_parallel_tool_calls_is_sent_only_when_set(
+    server: ChatServer, model: OpenAIChat
+) -> None:
+    server.enqueue(completion("ok"))
+    server.enqueue(completion("ok"))
+
+    await model.respond(ask(tools=[get_weather], parallel_tool_calls=False))
+    await model.respond(ask(tools=[get_weather]))
+
+    assert server.requests[0].json["parallel_tool_calls"] is False
+    assert "parallel_tool_calls" not in server.requests[1].json
+
+
 async def test_no_tools_means_no_tools_field(server: ChatServer, model: OpenAIChat) -> None:
     server.enqueue(completion("ok"))
 

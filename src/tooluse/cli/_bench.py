@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .. import UsageError
+
+if TYPE_CHECKING:
+    from ..eval import CallPolicy
 
 __all__ = ["bench_app"]
 
@@ -61,6 +65,11 @@ RetryOption = Annotated[
 ]
 
 
+class ToolChoiceOption(StrEnum):
+    auto = "auto"
+    required = "required"
+
+
 def _split(text: str | None) -> tuple[str, ...]:
     return tuple(part.strip() for part in (text or "").split(",") if part.strip())
 
@@ -88,8 +97,17 @@ def _bench(
     seed: int,
     base_url: str | None,
     retry_errors: bool,
+    calls: CallPolicy | None = None,
 ) -> None:
-    from ..eval import Bench, BenchConfig, SuiteOptions, read_rows, write_plots, write_summary
+    from ..eval import (
+        Bench,
+        BenchConfig,
+        CallPolicy,
+        SuiteOptions,
+        read_rows,
+        write_plots,
+        write_summary,
+    )
     from ..eval._report import aggregate, cost_fits
 
     config = BenchConfig(
@@ -103,6 +121,7 @@ def _bench(
         workers=workers,
         base_url=base_url,
         retry_errors=retry_errors,
+        calls=calls or CallPolicy(),
     )
     bench = Bench(config)
     passed = 0
@@ -174,11 +193,30 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    tool_choice: Annotated[
+        ToolChoiceOption,
+        typer.Option(
+            "--tool-choice",
+            help="The json convention's tool choice until a call has run; rows of a "
+            "choice other than auto name it beside the model.",
+        ),
+    ] = ToolChoiceOption.auto,
+    parallel_calls: Annotated[
+        bool | None,
+        typer.Option(
+            "--parallel-calls/--single-call",
+            help="Allow several calls per reply, or ask for one (json convention); "
+            "by default the backend decides. Rows name the choice beside the model.",
+        ),
+    ] = None,
 ) -> None:
     """BFCL: single-turn categories scored by AST, multi-turn against BFCL's backends."""
+    from ..eval import CallPolicy
+
+    policy = CallPolicy(tool_choice.value, parallel_calls)
     _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
-           retry_errors=retry_errors)  # fmt: skip
+           retry_errors=retry_errors, calls=policy)  # fmt: skip
 
 
 @bench_app.command("fanout")

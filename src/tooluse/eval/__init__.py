@@ -13,6 +13,7 @@ the same way (``Bench(config, tasks=[...])``).
 
 from tooluse.eval._ast_check import AstVerdict, check_ast
 from tooluse.eval._costmodel import Crossover, LineFit, crossover, fit_line, paper_crossover
+from tooluse.eval._driver import CallPolicy
 from tooluse.eval._metrics import CallMetrics, call_metrics
 from tooluse.eval._oracle import OracleModel, oracle_for
 from tooluse.eval._report import write_plots, write_summary
@@ -29,6 +30,7 @@ __all__ = [
     "BenchDataError",
     "Call",
     "CallMetrics",
+    "CallPolicy",
     "ChainTask",
     "Crossover",
     "FanoutTask",

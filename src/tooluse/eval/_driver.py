@@ -59,6 +59,24 @@ class _Counting(Convention):
         return action
 
 
+@dataclass(frozen=True, slots=True)
+class CallPolicy:
+    """How the json convention asks for calls; see `Agent`'s arguments of the same names."""
+
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None
+
+    @property
+    def label(self) -> str:
+        """What rows add to the model's name; empty for the default policy."""
+        parts = []
+        if self.tool_choice not in (None, "auto"):
+            parts.append(f"tool_choice={self.tool_choice}")
+        if self.parallel_tool_calls is not None:
+            parts.append(f"parallel_tool_calls={str(self.parallel_tool_calls).lower()}")
+        return " ".join(parts)
+
+
 def _agent(
     task: Task,
     turn: Turn,
@@ -67,6 +85,7 @@ def _agent(
     model: Model,
     convention: Convention,
     sandbox: Sandbox | None,
+    calls: CallPolicy,
 ) -> Agent:
     return Agent(
         model,
@@ -76,6 +95,8 @@ def _agent(
         system_prompt=setup.system_prompt,
         max_calls_per_turn=task.max_calls_per_turn,
         sandbox=sandbox,
+        tool_choice=calls.tool_choice,
+        parallel_tool_calls=calls.parallel_tool_calls,
     )
 
 
@@ -101,15 +122,27 @@ def _turn_text(turn: Turn, convention: str) -> str:
 
 
 async def run_setup(
-    task: Task, setup: Setup, model: Model, convention: str, sandbox: Sandbox | None
+    task: Task,
+    setup: Setup,
+    model: Model,
+    convention: str,
+    sandbox: Sandbox | None,
+    *,
+    calls: CallPolicy | None = None,
 ) -> Transcript:
-    """Run the turns in order; a turn that fails or hits its round limit ends the run."""
+    """Run the turns in order; a turn that fails or hits its round limit ends the run.
+
+    `calls` applies to the json convention only (see `Agent`).
+    """
+    policy = calls if calls is not None and convention == "json" else CallPolicy()
     counting = _Counting(get_convention(convention))
     transcript = Transcript(runs=[])
     history: list[Message] = list(setup.history)
     for index, turn in enumerate(setup.turns):
         last = index == len(setup.turns) - 1
-        agent = _agent(task, turn, setup, model=model, convention=counting, sandbox=sandbox)
+        agent = _agent(
+            task, turn, setup, model=model, convention=counting, sandbox=sandbox, calls=policy
+        )
         with agent:
             result = await agent.arun(
                 _turn_text(turn, convention),

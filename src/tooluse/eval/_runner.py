@@ -34,7 +34,7 @@ from typing import Any
 from .. import RunResult, UsageError
 from ..models import Model, resolve_model
 from ..sandbox import Sandbox
-from ._driver import Transcript, run_setup
+from ._driver import CallPolicy, Transcript, run_setup
 from ._oracle import oracle_for
 from ._suites import SuiteOptions, build_tasks
 from ._task import BenchDataError, Setup, Task
@@ -103,6 +103,8 @@ class BenchConfig:
     workers: int = 1
     base_url: str | None = None
     retry_errors: bool = False
+    #: How the json convention asks for calls (tool choice, parallel calls).
+    calls: CallPolicy = field(default_factory=CallPolicy)
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conventions if c not in CONVENTIONS]
@@ -124,7 +126,14 @@ class BenchConfig:
 
     @property
     def label(self) -> str:
-        return self.model if isinstance(self.model, str) else self.model.name
+        return model_label(self.model, self.calls)
+
+
+def model_label(model: str | Model, calls: CallPolicy | None = None) -> str:
+    """How rows name a model: its spec or name, and any call policy other than the default."""
+    name = model if isinstance(model, str) else model.name
+    suffix = calls.label if calls is not None else ""
+    return f"{name} {suffix}" if suffix else name
 
 
 # --- one entry ------------------------------------------------------------------------
@@ -143,8 +152,10 @@ class _Context:
         *,
         base_url: str | None = None,
         sandbox: Sandbox | None = None,
+        calls: CallPolicy | None = None,
     ) -> None:
-        self.label = model if isinstance(model, str) else model.name
+        self.calls = calls or CallPolicy()
+        self.label = model_label(model, self.calls)
         self._spec = model if isinstance(model, str) else None
         self._model = None if isinstance(model, str) else model
         self._base_url = base_url
@@ -266,7 +277,7 @@ async def run_entry(task: Task, convention: str, context: _Context) -> Row:
         setup = task.setup()
         model = context.model_for(task, setup, convention)
         sandbox = context.sandbox() if convention == "code" else None
-        transcript = await run_setup(task, setup, model, convention, sandbox)
+        transcript = await run_setup(task, setup, model, convention, sandbox, calls=context.calls)
     except BenchDataError as exc:
         row["error"] = f"data: {exc}"
         row["wall_s"] = time.perf_counter() - start
@@ -313,7 +324,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_start(config: BenchConfig) -> None:
-    context = _Context(config.label, base_url=config.base_url)
+    context = _Context(config.model, base_url=config.base_url, calls=config.calls)
     _WORKER["context"] = context
     _WORKER["tasks"] = {task.id: task for task in build_tasks(config.suite, config.options)}
     atexit.register(context.close)
@@ -388,7 +399,9 @@ class Bench:
             yield from self._in_pool(jobs)
 
     def _in_process(self, jobs: Iterable[tuple[Task, str]]) -> Iterator[Row]:
-        context = _Context(self.config.model, base_url=self.config.base_url)
+        context = _Context(
+            self.config.model, base_url=self.config.base_url, calls=self.config.calls
+        )
         loop = asyncio.new_event_loop()
         try:
             for task, convention in jobs:

@@ -164,6 +164,8 @@ class AnthropicChat(Model):
         if request.tools:
             params["tools"] = [to_anthropic(t) for t in request.tools]
             params["tool_choice"] = _tool_choice(request)
+            if request.parallel_tool_calls is False and request.tool_choice != "none":
+                params["tool_choice"]["disable_parallel_tool_use"] = True
         elif request.tool_choice not in ("auto", "none"):
             raise UsageError(
                 f"tool_choice={request.tool_choice!r} needs tools, but the request has none"

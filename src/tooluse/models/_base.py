@@ -32,6 +32,8 @@ class ModelRequest:
     max_output_tokens: int | None = None
     temperature: float | None = None
     reply_format: ReplyFormat = "text"
+    #: False asks for at most one call per reply; None leaves the backend's default.
+    parallel_tool_calls: bool | None = None
 
 
 @dataclass(slots=True)

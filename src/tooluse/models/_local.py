@@ -180,7 +180,12 @@ class LocalModel(Model):
                         f"tool_choice={choice!r} is not one of the request's tools: {names}"
                     )
                 return call_grammar(named[0], max_string_length=bound)
-            return calls_grammar(tools, allow_answer=choice == "auto", max_string_length=bound)
+            return calls_grammar(
+                tools,
+                allow_answer=choice == "auto",
+                parallel=request.parallel_tool_calls is not False,
+                max_string_length=bound,
+            )
         if request.reply_format == "code":
             return code_grammar()
         return None

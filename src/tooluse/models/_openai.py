@@ -156,6 +156,8 @@ class OpenAIChat(Model):
             if isinstance(choice, dict):
                 choice["function"]["name"] = names.get(request.tool_choice, request.tool_choice)
             params["tool_choice"] = choice
+            if request.parallel_tool_calls is not None:
+                params["parallel_tool_calls"] = request.parallel_tool_calls
         elif request.tool_choice not in ("auto", "none"):
             raise UsageError(
                 f"tool_choice={request.tool_choice!r} needs tools, but the request has none"
