@@ -117,7 +117,7 @@ class LocalModel(Model):
         *,
         constrained: bool = True,
         n_ctx: int = 8192,
-        max_output_tokens: int = 512,
+        max_output_tokens: int = 256,
         temperature: float = 0.0,
         seed: int = 0,
         max_string_length: int | None = 256,
