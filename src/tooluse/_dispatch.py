@@ -17,7 +17,7 @@ import time
 import weakref
 from asyncio import wait_for
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -88,6 +88,18 @@ class _Prepared:
     arguments: dict[str, Any]
     kwargs: dict[str, Any]
     repairs: tuple[str, ...]
+
+
+class _Deferred:
+    """A call that starts when first awaited: one that nobody awaits leaves nothing behind."""
+
+    __slots__ = ("_start",)
+
+    def __init__(self, start: Callable[[], Coroutine[Any, Any, CallRecord]]) -> None:
+        self._start = start
+
+    def __await__(self) -> Generator[Any, None, CallRecord]:
+        return self._start().__await__()
 
 
 class _Slots:
@@ -355,7 +367,7 @@ class Dispatcher:
             or (self._lane is not None and self._lane.busy)
             or not self._slots.try_take()
         ):
-            return self._execute(record, tool, prepared.kwargs)
+            return _Deferred(partial(self._execute, record, tool, prepared.kwargs))
         if self._lane is None:
             self._lane = _Lane()
             # Its thread ends with the dispatcher even if close() is never called.

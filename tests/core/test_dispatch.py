@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import threading
+import warnings
 from typing import Any
 
 from tooluse import (
@@ -411,3 +412,22 @@ async def test_the_threads_of_a_closed_or_dropped_dispatcher_end() -> None:
         for thread in started:
             thread.join(5)
         assert started and not any(t.is_alive() for t in started)
+
+
+async def test_a_call_nobody_awaits_leaves_no_coroutine_behind() -> None:
+    @tool
+    async def later() -> str:
+        """Answer after a pause."""
+        await asyncio.sleep(0.01)
+        return "later"
+
+    dispatcher = Dispatcher(Toolbox([later]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pending = dispatcher.call_nowait("later", {}, call_id="1")
+        assert not isinstance(pending, CallRecord | RejectedCall)
+        del pending  # a script that ended before its call was started
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+    outcome = await dispatcher.call("later", {}, call_id="2")
+    assert isinstance(outcome, CallRecord) and outcome.result == "later"
