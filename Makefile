@@ -8,9 +8,13 @@ TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
 setup:
 	@./scripts/setup.sh
 
+# The embedded 135M model, grammar-constrained: its first reply must be one call,
+# valid against the tool's schema, which really runs. What it does next is its
+# own choice, and a model this small often calls again instead of answering; a
+# run that ends without an answer exits 1, which is not a failure of the demo.
 demo: setup
 	$(BIN)/tooluse run "$(TASK)" --tools examples.seed_tools:toolbox \
-		--model scripted:examples/hotel.jsonl --trace traces/demo.jsonl
+		--tool-choice required --single-call --max-rounds 3 --trace traces/demo.jsonl || [ $$? -eq 1 ]
 
 test: setup lint typecheck pytest
 

@@ -120,6 +120,20 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = "json",
     max_rounds: Annotated[int, typer.Option(min=1, help="Model requests at most.")] = 10,
+    tool_choice: Annotated[
+        str | None,
+        typer.Option(
+            help="json convention: required, or a tool's name, makes the model call "
+            "(that tool) until a call has run; by default the model chooses (auto)."
+        ),
+    ] = None,
+    parallel_calls: Annotated[
+        bool | None,
+        typer.Option(
+            "--parallel-calls/--single-call",
+            help="Allow several calls per reply, or ask for one; by default the backend decides.",
+        ),
+    ] = None,
     trace: Annotated[
         Path | None, typer.Option(help="Append JSON Lines trace events to this file.")
     ] = None,
@@ -139,6 +153,8 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         toolbox,
         convention=convention,
         max_rounds=max_rounds,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel_calls,
         system_prompt=system,
         trace=trace,
         on_event=None if as_json else _render_event,
