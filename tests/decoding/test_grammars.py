@@ -160,3 +160,14 @@ def test_unenforced_keywords_are_reported_when_compiled(
 def test_a_grammar_llguidance_refuses_raises_with_its_reason(compiler: GrammarCompiler) -> None:
     with pytest.raises(GrammarError, match="unknown name"):
         compiler.matcher(Grammar("start: undefined_rule\n"))
+
+
+def test_every_grammar_has_a_gbnf_form_llama_cpp_parses() -> None:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    for grammar in (calls_grammar([WEATHER, RATE]), call_grammar(RATE), code_grammar()):
+        assert LlamaGrammar.from_string(grammar.gbnf, verbose=False) is not None
+    assert "root ::= calls | answer" in calls_grammar([WEATHER]).gbnf
+    assert "calls ::= call\n" in call_grammar(RATE).gbnf + "\n"
+    with pytest.raises(ValueError, match="no GBNF form"):
+        _ = Grammar("start: ANSWER\n").gbnf

@@ -244,3 +244,66 @@ def test_greedy_decoding_skips_the_mask_only_when_it_would_not_change_the_choice
             b = ask(masked, task, choice=choice)
             assert (a.content, a.tool_calls) == (b.content, b.tool_calls), (task, choice)
             assert full_masks <= len(masked.last_stats.mask_seconds)
+
+
+# llama.cpp's grammar sampler checks the whole vocabulary at every step (seconds
+# per token on a busy machine), so its decoding is tested on a grammar of one
+# or two tokens, and the choice of engine without decoding.
+
+
+def test_llama_cpp_grammars_decode_under_llama_cpp_sampler() -> None:
+    from tooluse.models._local import _engine
+
+    model = LocalModel()
+    engine = _engine(str(model.path), model.n_ctx, model.threads)
+    prompt = engine.render([{"role": "user", "content": "Is the sky blue? Answer yes or no."}])
+    with engine.lock:
+        text, n_out, finish, _ = engine.decode_gbnf(prompt, 'root ::= "yes" | "no"', 8, 0.0)
+    assert text in ("yes", "no") and 0 < n_out <= 2 and finish == "stop"
+
+
+def test_a_grammar_llguidance_refuses_falls_back_to_llama_cpp_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from tooluse import Tool
+    from tooluse.models._local import _engine
+
+    # llguidance refuses a oneOf it cannot prove disjoint; llama.cpp reads it as anyOf.
+    schema = {
+        "type": "object",
+        "properties": {
+            "unit": {"oneOf": [{"enum": ["celsius", "fahrenheit"]}, {"const": "celsius"}]}
+        },
+        "required": ["unit"],
+    }
+    odd = Tool.from_schema("set_unit", "Set the temperature unit.", schema, lambda unit: unit)
+    model = LocalModel()
+    grammar = model.grammar_for(ModelRequest([Message("user", "x")], [odd], "set_unit"))
+    assert grammar is not None
+    engine = _engine(str(model.path), model.n_ctx, model.threads)
+    with caplog.at_level("WARNING", logger="tooluse.models.local"):
+        gbnf = model._gbnf_instead(engine, grammar)
+    assert "falling back to llama.cpp's GBNF grammar" in caplog.text
+    assert gbnf is not None and '"\\"celsius\\"" | "\\"fahrenheit\\""' in gbnf
+    # A grammar llguidance takes is decoded by llguidance, without a word.
+    caplog.clear()
+    plain = model.grammar_for(ModelRequest([Message("user", "x")], TOOLS, "auto"))
+    assert plain is not None and model._gbnf_instead(engine, plain) is None
+    assert caplog.text == ""
+    assert LocalModel(grammar_engine="llama.cpp")._gbnf_instead(engine, plain) == plain.gbnf
+
+
+def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:
+    from tooluse import Tool
+    from tooluse.decoding import GrammarError
+
+    # A lookaround: llguidance refuses it, and llama.cpp's converter too.
+    schema = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "pattern": "^(?!x)[a-z]{3}$"}},
+        "required": ["code"],
+    }
+    odd = Tool.from_schema("set_code", "Set a code.", schema, lambda code: code)
+    request = ModelRequest([Message("user", "Set the code.")], [odd], "set_code")
+    with pytest.raises(GrammarError, match="no grammar engine takes this request"):
+        LocalModel(max_output_tokens=8).respond_sync(request)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ._normalize import NormalizedSchema, normalize_schema
 
@@ -27,6 +27,7 @@ __all__ = [
     "CALL_CLOSE",
     "CALL_OPEN",
     "Grammar",
+    "GrammarShape",
     "GrammarTool",
     "call_grammar",
     "calls_grammar",
@@ -52,10 +53,31 @@ class GrammarTool:
 
 @dataclass(frozen=True, slots=True)
 class Grammar:
-    """Lark grammar text and the notes on what it cannot enforce."""
+    """Lark grammar text and the notes on what it cannot enforce.
+
+    `gbnf` is the same language in llama.cpp's GBNF, for where llguidance
+    cannot be used (see `to_gbnf`); it is built on demand from `shape`.
+    """
 
     lark: str
     unenforced: tuple[str, ...] = ()
+    shape: GrammarShape | None = None
+
+    @property
+    def gbnf(self) -> str:
+        from ._gbnf import to_gbnf
+
+        return to_gbnf(self)
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarShape:
+    """What a grammar says, independent of the grammar language."""
+
+    kind: Literal["calls", "code"]
+    body_schema: str = ""
+    allow_answer: bool = True
+    parallel: bool = True
 
 
 def calls_grammar(
@@ -75,7 +97,8 @@ def calls_grammar(
     lines = [start, calls, call, f"body: %json {schema}"]
     if allow_answer:
         lines.append(_ANSWER)
-    return Grammar("\n".join(lines) + "\n", notes)
+    shape = GrammarShape("calls", schema, allow_answer, parallel)
+    return Grammar("\n".join(lines) + "\n", notes, shape)
 
 
 def call_grammar(tool: GrammarTool, *, max_string_length: int | None = 256) -> Grammar:
@@ -101,7 +124,7 @@ def code_grammar() -> Grammar:
         r"PROSE: /[^`]+/",
         r"code[lazy]: /(.|\n)*\n```/",
     ]
-    return Grammar("\n".join(lines) + "\n")
+    return Grammar("\n".join(lines) + "\n", shape=GrammarShape("code"))
 
 
 def _calls_schema(

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ from ..decoding import (
     CALL_OPEN,
     Grammar,
     GrammarCompiler,
+    GrammarError,
     GrammarTool,
     TokenMask,
     call_grammar,
@@ -107,6 +108,9 @@ class LocalModel(Model):
         seed: seeds sampling when the temperature is above 0.
         max_string_length: the bound put on unbounded strings in schemas.
         threads: CPU threads for llama.cpp (None: every core this process may use).
+        grammar_engine: ``llguidance`` (falls back to llama.cpp's GBNF grammars,
+            with a warning, where llguidance is missing or refuses a grammar)
+            or ``llama.cpp`` to use GBNF always.
     """
 
     native_tools = True
@@ -122,6 +126,7 @@ class LocalModel(Model):
         seed: int = 0,
         max_string_length: int | None = 256,
         threads: int | None = None,
+        grammar_engine: Literal["llguidance", "llama.cpp"] = "llguidance",
     ) -> None:
         self.path = Path(path) if path is not None else default_model_path()
         if not self.path.is_file():
@@ -132,6 +137,7 @@ class LocalModel(Model):
         self.temperature = temperature
         self.max_string_length = max_string_length
         self.threads = threads
+        self.grammar_engine = grammar_engine
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         #: Stats of the most recent request.
@@ -149,12 +155,22 @@ class LocalModel(Model):
         prompt = engine.render(_template_messages(request))
         max_tokens = request.max_output_tokens or self.max_output_tokens
         temperature = request.temperature if request.temperature is not None else self.temperature
+        mask: TokenMask | None = None
         with engine.lock:
-            mask = engine.compiler().mask(grammar) if grammar is not None else None
-            tokens, finish, stats = engine.decode(prompt, mask, max_tokens, temperature, self._rng)
+            gbnf = self._gbnf_instead(engine, grammar) if grammar is not None else None
+            if gbnf is not None:
+                text, n_out, finish, stats = engine.decode_gbnf(
+                    prompt, gbnf, max_tokens, temperature
+                )
+            else:
+                if grammar is not None:
+                    mask = engine.compiler().mask(grammar)
+                tokens, finish, stats = engine.decode(
+                    prompt, mask, max_tokens, temperature, self._rng
+                )
+                text, n_out = engine.detokenize(tokens), len(tokens)
         self.last_stats = stats
-        text = engine.detokenize(tokens)
-        usage = Usage(stats.prompt_tokens, len(tokens), source="provider")
+        usage = Usage(stats.prompt_tokens, n_out, source="provider")
         response = ModelResponse(usage=usage, finish_reason=finish, model_name=self.name)
         if request.tools and request.tool_choice != "none":
             _read_calls(text, response)
@@ -163,6 +179,26 @@ class LocalModel(Model):
         if mask is not None and mask.error:
             response.problems.append(f"the grammar rejected the output: {mask.error}")
         return response
+
+    def _gbnf_instead(self, engine: _Engine, grammar: Grammar) -> str | None:
+        """The GBNF grammar to decode under when llguidance cannot be used, else None."""
+        if self.grammar_engine == "llama.cpp":
+            return _checked_gbnf(grammar)
+        try:
+            engine.compiler().matcher(grammar)
+        except (GrammarError, UsageError) as exc:
+            logger.warning(
+                "llguidance cannot be used here (%s); falling back to llama.cpp's GBNF "
+                "grammar, which enforces less (no formats or numeric bounds) and samples slower",
+                exc,
+            )
+            try:
+                return _checked_gbnf(grammar)
+            except GrammarError as gbnf_exc:
+                raise GrammarError(
+                    f"no grammar engine takes this request: llguidance: {exc}; {gbnf_exc}"
+                ) from gbnf_exc
+        return None
 
     def grammar_for(self, request: ModelRequest) -> Grammar | None:
         """The grammar a request decodes under, or None when unconstrained."""
@@ -437,6 +473,35 @@ class _Engine:
             mask.consume([token])
         return token
 
+    def decode_gbnf(
+        self, prompt: str, gbnf: str, max_tokens: int, temperature: float
+    ) -> tuple[str, int, str, DecodeStats]:
+        """Generate under a GBNF grammar with llama.cpp's own sampler (the fallback)."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        started = time.perf_counter()
+        llm = self.llm
+        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        if len(prompt_tokens) >= self.n_ctx:
+            raise ModelResponseError(
+                f"the prompt is {len(prompt_tokens)} tokens; the context window is {self.n_ctx}"
+            )
+        grammar = LlamaGrammar.from_string(gbnf, verbose=False)
+        out = cast(
+            dict[str, Any],
+            llm.create_completion(
+                prompt_tokens,
+                max_tokens=min(max_tokens, self.n_ctx - len(prompt_tokens)),
+                temperature=temperature,
+                grammar=grammar,
+            ),
+        )  # not streamed, so one completion
+        choice = out["choices"][0]
+        n_out = int(out["usage"]["completion_tokens"])
+        stats = DecodeStats(prompt_tokens=len(prompt_tokens), sampled_tokens=n_out)
+        stats.seconds = time.perf_counter() - started
+        return choice["text"], n_out, str(choice["finish_reason"] or "stop"), stats
+
     def _prefill(self, tokens: list[int]) -> int:
         """Evaluate `tokens`, reusing the cached prefix; returns how many were reused."""
         llm = self.llm
@@ -453,6 +518,18 @@ class _Engine:
     def _logits(self) -> npt.NDArray[np.float32]:
         pointer = self._logits_fn(self.llm.ctx, -1)
         return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+
+
+def _checked_gbnf(grammar: Grammar) -> str:
+    """`grammar` in GBNF, checked by llama.cpp's parser; GrammarError if it refuses."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    try:
+        text = grammar.gbnf
+        LlamaGrammar.from_string(text, verbose=False)
+    except Exception as exc:  # its converter and parser fail with asserts and ValueErrors
+        raise GrammarError(f"llama.cpp: {type(exc).__name__}: {exc}") from exc
+    return text
 
 
 def _sample(logits: npt.NDArray[np.float32], temperature: float, rng: np.random.Generator) -> int:
