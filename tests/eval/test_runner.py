@@ -268,3 +268,4 @@ def test_rows_name_a_call_policy_beside_the_model() -> None:
     assert model_label("local", CallPolicy("required", False)) == (
         "local tool_choice=required parallel_tool_calls=false"
     )
+    assert model_label("oracle", CallPolicy(max_rounds=1)) == "oracle max_rounds=1"

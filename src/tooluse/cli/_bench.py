@@ -209,11 +209,20 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
             "by default the backend decides. Rows name the choice beside the model.",
         ),
     ] = None,
+    max_rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rounds",
+            min=1,
+            help="Model requests per turn instead of each task's own limit; 1 scores the "
+            "first reply only, as BFCL does. Rows name it beside the model.",
+        ),
+    ] = None,
 ) -> None:
     """BFCL: single-turn categories scored by AST, multi-turn against BFCL's backends."""
     from ..eval import CallPolicy
 
-    policy = CallPolicy(tool_choice.value, parallel_calls)
+    policy = CallPolicy(tool_choice.value, parallel_calls, max_rounds)
     _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
            retry_errors=retry_errors, calls=policy)  # fmt: skip

@@ -65,6 +65,10 @@ class CallPolicy:
 
     tool_choice: str | None = None
     parallel_tool_calls: bool | None = None
+    #: Model requests per turn, instead of the task's own limit (1: BFCL's
+    #: single-response scoring, where what the model does after its calls is
+    #: not counted).
+    max_rounds: int | None = None
 
     @property
     def label(self) -> str:
@@ -74,6 +78,8 @@ class CallPolicy:
             parts.append(f"tool_choice={self.tool_choice}")
         if self.parallel_tool_calls is not None:
             parts.append(f"parallel_tool_calls={str(self.parallel_tool_calls).lower()}")
+        if self.max_rounds is not None:
+            parts.append(f"max_rounds={self.max_rounds}")
         return " ".join(parts)
 
 
@@ -91,7 +97,7 @@ def _agent(
         model,
         turn.tools,
         convention=convention,
-        max_rounds=task.max_rounds,
+        max_rounds=calls.max_rounds or task.max_rounds,
         system_prompt=setup.system_prompt,
         max_calls_per_turn=task.max_calls_per_turn,
         sandbox=sandbox,
@@ -132,9 +138,12 @@ async def run_setup(
 ) -> Transcript:
     """Run the turns in order; a turn that fails or hits its round limit ends the run.
 
-    `calls` applies to the json convention only (see `Agent`).
+    `calls` applies to the json convention only (see `Agent`), but for
+    its `max_rounds`, which applies to every convention.
     """
-    policy = calls if calls is not None and convention == "json" else CallPolicy()
+    policy = calls or CallPolicy()
+    if convention != "json":  # tool choice and parallel calls are the json convention's
+        policy = CallPolicy(max_rounds=policy.max_rounds)
     counting = _Counting(get_convention(convention))
     transcript = Transcript(runs=[])
     history: list[Message] = list(setup.history)
