@@ -368,10 +368,6 @@ class Dispatcher:
             or not self._slots.try_take()
         ):
             return _Deferred(partial(self._execute, record, tool, prepared.kwargs))
-        if self._lane is None:
-            self._lane = _Lane()
-            # Its thread ends with the dispatcher even if close() is never called.
-            weakref.finalize(self, self._lane.close)
         timeout = self._timeout_for(tool)
         record.started_at = time.time()
         start = time.perf_counter()
@@ -380,14 +376,17 @@ class Dispatcher:
         # self-pipe, and most tools finish within the moment. Slower calls go on as a task.
         wait = _INLINE_WAIT_S if timeout is None else min(_INLINE_WAIT_S, timeout)
         try:
+            loop = asyncio.get_running_loop()  # outside a loop: fail before the tool runs
+            if self._lane is None:
+                self._lane = _Lane()
+                # Its thread ends with the dispatcher even if close() is never called.
+                weakref.finalize(self, self._lane.close)
             ended = self._lane.run(partial(tool.function, **prepared.kwargs), wait)
         except BaseException:
             self._slots.give()
             raise
         if isinstance(ended, Future):
-            later = asyncio.get_running_loop().create_task(
-                self._finish_later(record, tool, ended, start, timeout)
-            )
+            later = loop.create_task(self._finish_later(record, tool, ended, start, timeout))
             # The slot is the task's now, given back however the task ends, even if it
             # is cancelled before its first step.
             later.add_done_callback(self._slots.give_back)
