@@ -16,6 +16,7 @@ default) so the mask costs no more than computing it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import importlib.util
 import json
@@ -329,7 +330,11 @@ def _read_calls(text: str, response: ModelResponse) -> None:
 
 @functools.lru_cache(maxsize=2)
 def _engine(path: str, n_ctx: int, threads: int | None) -> _Engine:
-    return _Engine(path, n_ctx, threads)
+    engine = _Engine(path, n_ctx, threads)
+    # Free the model while llama_cpp's module is still whole: left to the
+    # garbage collector at interpreter exit, its destructor fails noisily.
+    atexit.register(engine.llm.close)
+    return engine
 
 
 class _Engine:
