@@ -138,25 +138,20 @@ def main() -> None:
 
     for request in prose + calls:  # warm up: the grammars compile, the caches fill
         ours(model, request, free=False)
+    # (row, model, requests, free, where its mask times go)
+    plan = [
+        ("free", model, prose, True, []),
+        ("code grammar", model, prose, False, masks),
+        ("tool calls", model, calls, False, masks),
+        ("code, every step", masked, prose, False, every_step),
+        ("calls, every step", masked, calls, False, every_step),
+    ]
     for _ in range(args.repeat):
-        for request in prose:
-            tokens, seconds, _ = ours(model, request, free=True)
-            add("free", tokens, seconds)
-            tokens, seconds, mask = ours(model, request, free=False)
-            add("code grammar", tokens, seconds)
-            masks.extend(mask)
-        for request in calls:
-            tokens, seconds, mask = ours(model, request, free=False)
-            add("tool calls", tokens, seconds)
-            masks.extend(mask)
-        for request in prose:
-            tokens, seconds, mask = ours(masked, request, free=False)
-            add("code, every step", tokens, seconds)
-            every_step.extend(mask)
-        for request in calls:
-            tokens, seconds, mask = ours(masked, request, free=False)
-            add("calls, every step", tokens, seconds)
-            every_step.extend(mask)
+        for name, runner, requests, free, sink in plan:
+            for request in requests:
+                tokens, seconds, mask = ours(runner, request, free=free)
+                add(name, tokens, seconds)
+                sink.extend(mask)
     for request in prose:
         add("llama.cpp free", *llama_cpp_rate(model, request, args.tokens, None))
     # llama.cpp's grammar sampler checks every vocabulary entry at every step;

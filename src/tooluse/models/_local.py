@@ -227,17 +227,6 @@ class LocalModel(Model):
             return code_grammar()
         return None
 
-    def decode_text(
-        self, prompt: str, grammar: Grammar | None, max_tokens: int
-    ) -> tuple[str, DecodeStats]:
-        """Decode from a raw prompt (no chat template); for benchmarks and tests."""
-        engine = _engine(str(self.path), self.n_ctx, self.threads)
-        with engine.lock:
-            mask = engine.compiler().mask(grammar) if grammar is not None else None
-            tokens, _, stats = engine.decode(prompt, mask, max_tokens, self.temperature, self._rng)
-        self.last_stats = stats
-        return engine.detokenize(tokens), stats
-
     def compiler(self) -> GrammarCompiler:
         """The grammar compiler for this model's vocabulary (built once per process)."""
         return _engine(str(self.path), self.n_ctx, self.threads).compiler()
@@ -406,6 +395,16 @@ class _Engine:
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self.llm.detokenize(list(tokens)).decode("utf-8", "replace")
 
+    def _tokenize(self, prompt: str) -> tuple[list[int], int]:
+        """The prompt's tokens and the room left after them; an error if there is none."""
+        tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        room = self.n_ctx - len(tokens)
+        if room <= 0:
+            raise ModelResponseError(
+                f"the prompt is {len(tokens)} tokens; the context window is {self.n_ctx}"
+            )
+        return tokens, room
+
     def decode(
         self,
         prompt: str,
@@ -417,13 +416,8 @@ class _Engine:
         """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats."""
         started = time.perf_counter()
         llm = self.llm
-        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        prompt_tokens, room = self._tokenize(prompt)
         stats = DecodeStats(prompt_tokens=len(prompt_tokens))
-        room = self.n_ctx - len(prompt_tokens)
-        if room <= 0:
-            raise ModelResponseError(
-                f"the prompt is {len(prompt_tokens)} tokens; the context window is {self.n_ctx}"
-            )
         max_tokens = min(max_tokens, room)
         stats.reused_tokens = self._prefill(prompt_tokens)
         stats.prefill_seconds = time.perf_counter() - started
@@ -486,17 +480,13 @@ class _Engine:
 
         started = time.perf_counter()
         llm = self.llm
-        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-        if len(prompt_tokens) >= self.n_ctx:
-            raise ModelResponseError(
-                f"the prompt is {len(prompt_tokens)} tokens; the context window is {self.n_ctx}"
-            )
+        prompt_tokens, room = self._tokenize(prompt)
         grammar = LlamaGrammar.from_string(gbnf, verbose=False)
         out = cast(
             dict[str, Any],
             llm.create_completion(
                 prompt_tokens,
-                max_tokens=min(max_tokens, self.n_ctx - len(prompt_tokens)),
+                max_tokens=min(max_tokens, room),
                 temperature=temperature,
                 grammar=grammar,
             ),
