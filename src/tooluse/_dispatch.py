@@ -32,7 +32,7 @@ from ._records import CallRecord, Outcome, RejectedCall
 from .tools import Tool, Toolbox
 from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
 
-__all__ = ["Dispatcher", "Ledger"]
+__all__ = ["DirectRun", "Dispatcher", "Ledger"]
 
 _RAW_KEEP = 300
 _INLINE_WAIT_S = 0.001
@@ -103,43 +103,134 @@ class _Deferred:
 
 
 class _Slots:
-    """The concurrency limit: a semaphore whose free slot can be taken without awaiting."""
+    """The concurrency limit: a semaphore whose free slot can be taken without awaiting.
+
+    Slots are taken and given on the event loop, except by direct calls (see
+    `Dispatcher.call_direct`), which take and give them from another thread: the
+    counts change under a lock, and a waiter is only ever woken on its loop.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.in_use = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._lock = threading.Lock()
 
     def try_take(self) -> bool:
-        if self.in_use < self.size and not self._waiters:
-            self.in_use += 1
-            return True
-        return False
+        with self._lock:
+            if self.in_use < self.size and not self._waiters:
+                self.in_use += 1
+                return True
+            return False
 
     async def take(self) -> None:
-        if self.try_take():
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        with self._lock:
+            if self.in_use < self.size and not self._waiters:
+                self.in_use += 1
+                return
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
         try:
             await waiter
         except BaseException:
-            if waiter.done() and not waiter.cancelled():
+            with self._lock:
+                handed = waiter.done() and not waiter.cancelled()
+                if not handed and waiter in self._waiters:  # give() drops cancelled waiters
+                    self._waiters.remove(waiter)
+            if handed:
                 self.give()  # handed a slot just as we were cancelled: pass it on
-            elif waiter in self._waiters:  # give() drops cancelled waiters it meets
-                self._waiters.remove(waiter)
             raise
 
     def give(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # the slot goes straight to the next in line
-                return
-        self.in_use -= 1
+        with self._lock:
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)  # the slot goes straight to the next in line
+                    return
+            self.in_use -= 1
 
     def give_back(self, _: object) -> None:
         self.give()
+
+    def give_from_thread(self) -> None:
+        """`give`, from any thread: a waiter is handed the slot on its own loop."""
+        with self._lock:
+            if not self._waiters:
+                self.in_use -= 1
+                return
+            loop = self._waiters[0].get_loop()
+        loop.call_soon_threadsafe(self.give)
+
+
+class DirectRun:
+    """A call to a sync tool that runs on the caller's own thread (see `Dispatcher.call_direct`).
+
+    Exactly one of `run` (the tool ended) and `abandon` (the caller gave up on it)
+    concludes the record; the other then returns None.
+    """
+
+    __slots__ = ("_dispatcher", "_kwargs", "_start", "_tool", "_unended", "record", "timeout")
+
+    def __init__(
+        self, dispatcher: Dispatcher, record: CallRecord, tool: Tool, kwargs: dict[str, Any]
+    ) -> None:
+        self._dispatcher = dispatcher
+        self.record = record
+        self._tool = tool
+        self._kwargs = kwargs
+        self.timeout = dispatcher._timeout_for(tool)
+        # Whoever ends the call takes the one item: list.pop() is atomic.
+        self._unended = [True]
+        self._start = time.perf_counter()
+
+    def _end(self) -> bool:
+        try:
+            return self._unended.pop()
+        except IndexError:
+            return False
+
+    def run(self) -> CallRecord | None:
+        """Run the tool here and return its record; None if the call was abandoned meanwhile.
+
+        What the tool raises is recorded as its error, as for any call; only what is
+        not an ``Exception`` (``SystemExit`` and the like) propagates.
+        """
+        self.record.started_at = time.time()
+        self._start = time.perf_counter()
+        value, error = None, None
+        try:
+            value = self._tool.function(**self._kwargs)
+        except BaseException as exc:
+            error = exc
+        if not self._end():
+            return None
+        try:
+            self._dispatcher._conclude(
+                self.record, self._tool, self.timeout, self._start, value=value, error=error
+            )
+        finally:
+            self._dispatcher._slots.give_from_thread()
+        return self.record
+
+    def abandon(self, reason: str | None = None) -> CallRecord | None:
+        """Give up on the call: its record says it timed out, or ``reason``.
+
+        Returns the record, or None if the tool had already ended. The tool's thread
+        is left to finish on its own; its result is dropped.
+        """
+        if not self._end():
+            return None
+        record = self.record
+        if reason is None and self.timeout is not None:
+            self._dispatcher._conclude(
+                record, self._tool, self.timeout, self._start, error=TimeoutError()
+            )
+        else:
+            record.error = reason or f"{self._tool.name} was abandoned before it ended"
+            record.duration_s = time.perf_counter() - self._start
+        self._dispatcher._slots.give_from_thread()
+        return record
 
 
 class _Lane:
@@ -344,21 +435,9 @@ class Dispatcher:
         awaitable of the record.
         """
         tool = prepared.tool
-        record = CallRecord(
-            id=prepared.call.id,
-            name=tool.name,
-            arguments=prepared.arguments,
-            round=round_,
-            repairs=prepared.repairs,
-            source=source,
-        )
-        if self.ledger is not None and tool.side_effects:
-            earlier = self.ledger.lookup(tool.name, prepared.arguments)
-            if earlier is not None:
-                record.result = earlier.result
-                record.replayed = True
-                record.started_at = time.time()
-                return record
+        record = self._record(prepared, round_, source)
+        if self._replayed(record, tool):
+            return record
         if (
             not alone
             or not _CAN_WAIT_DIRECTLY
@@ -395,6 +474,29 @@ class Dispatcher:
         value, error = ended
         self._conclude(record, tool, timeout, start, value=value, error=error)
         return record
+
+    @staticmethod
+    def _record(prepared: _Prepared, round_: int, source: str) -> CallRecord:
+        return CallRecord(
+            id=prepared.call.id,
+            name=prepared.tool.name,
+            arguments=prepared.arguments,
+            round=round_,
+            repairs=prepared.repairs,
+            source=source,
+        )
+
+    def _replayed(self, record: CallRecord, tool: Tool) -> bool:
+        """Answer ``record`` from the ledger if an identical call already succeeded."""
+        if self.ledger is None or not tool.side_effects:
+            return False
+        earlier = self.ledger.lookup(tool.name, record.arguments)
+        if earlier is None:
+            return False
+        record.result = earlier.result
+        record.replayed = True
+        record.started_at = time.time()
+        return True
 
     async def execute(
         self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
@@ -562,3 +664,42 @@ class Dispatcher:
         if isinstance(prepared, RejectedCall):
             return prepared
         return self.execute_nowait(prepared, round_=round_, source=source, alone=True)
+
+    def call_direct(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        call_id: str | Callable[[], str],
+        round_: int = 0,
+        source: str = "script",
+    ) -> Outcome | DirectRun | None:
+        """Check a call on the caller's own thread, to run a sync tool right there.
+
+        For a caller that is not the event loop and can wait for the tool itself (the
+        sandbox's channel thread, while a script waits on one call): no thread handoff
+        and no turn of the event loop. Returns None, having done nothing, when the tool
+        is unknown or async or no slot of the concurrency limit is free; the caller then
+        makes the call the usual way (`call_nowait`). Otherwise ``call_id`` (or what it
+        returns) names the call, and the result is the refused call, the replay from the
+        ledger, or a `DirectRun` holding a slot: the caller runs it, and the timeout is
+        the caller's to enforce with `DirectRun.abandon`.
+        """
+        tool = self.tools.get(name)
+        if tool is None or tool.is_async or not self._slots.try_take():
+            return None
+        if not isinstance(call_id, str):
+            call_id = call_id()
+        try:
+            prepared = self._prepare_decoded(call_id, name, arguments, round_=round_, source=source)
+            if isinstance(prepared, RejectedCall):
+                self._slots.give_from_thread()
+                return prepared
+            record = self._record(prepared, round_, source)
+            if self._replayed(record, tool):
+                self._slots.give_from_thread()
+                return record
+        except BaseException:
+            self._slots.give_from_thread()
+            raise
+        return DirectRun(self, record, tool, prepared.kwargs)

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._dispatch import Dispatcher
+from ._dispatch import DirectRun, Dispatcher
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
-from .sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
+from .sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from .tools import Tool, Toolbox
 
 __all__ = ["ScriptRun", "ScriptRunner", "run_with_toolbox"]
@@ -37,6 +37,28 @@ class ScriptRun:
         return self.status == "ok"
 
 
+class _Direct:
+    """A dispatcher's `DirectRun` as the sandbox runs it: its record becomes the reply."""
+
+    __slots__ = ("_reply", "_run")
+
+    def __init__(self, run: DirectRun, reply: Callable[[Outcome], ToolReply]) -> None:
+        self._run = run
+        self._reply = reply
+
+    @property
+    def timeout(self) -> float | None:
+        return self._run.timeout
+
+    def run(self) -> ToolReply | None:
+        record = self._run.run()
+        return None if record is None else self._reply(record)
+
+    def abandon(self, reason: str | None) -> ToolReply | None:
+        record = self._run.abandon(reason)
+        return None if record is None else self._reply(record)
+
+
 class ScriptRunner:
     """Runs scripts against a toolbox: one warm sandbox, one dispatcher."""
 
@@ -55,13 +77,19 @@ class ScriptRunner:
         self.timeout = timeout
         signatures = tools.stub_signatures()
         self._proxies = [ProxySpec(s.function, [p for p, _ in s.params]) for s in signatures]
-        self._by_function = {s.function: (s.tool, dict(s.params)) for s in signatures}
+        # Python names the stubs use in place of the schema's (``from_`` for ``from``).
+        self._by_function = {
+            s.function: (s.tool, {p: k for p, k in s.params if p != k}) for s in signatures
+        }
 
     async def run(
         self, code: str, *, script_id: str, round_: int = 0, repairs: Sequence[str] = ()
     ) -> tuple[ScriptRecord, list[Outcome]]:
         outcomes: list[Outcome] = []
         numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
+
+        def next_id() -> str:
+            return f"{script_id}.{next(numbers)}"
 
         def handler(
             function: str, arguments: dict[str, object]
@@ -71,15 +99,26 @@ class ScriptRunner:
             tool_name, names = self._by_function[function]
             schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
             outcome = self.dispatcher.call_nowait(
-                tool_name,
-                schema_arguments,
-                call_id=f"{script_id}.{next(numbers)}",
-                round_=round_,
-                source="script",
+                tool_name, schema_arguments, call_id=next_id(), round_=round_, source="script"
             )
             if isinstance(outcome, CallRecord | RejectedCall):
                 return reply(outcome)
             return reply_later(outcome)
+
+        def direct(function: str, arguments: dict[str, object]) -> DirectCall | ToolReply | None:
+            # On the sandbox's channel thread, for a call the script waits on alone: a sync
+            # tool runs right there, with no turn of the event loop.
+            tool_name, names = self._by_function[function]
+            if names:
+                arguments = {names.get(k, k): v for k, v in arguments.items()}
+            outcome = self.dispatcher.call_direct(
+                tool_name, arguments, call_id=next_id, round_=round_, source="script"
+            )
+            if outcome is None:
+                return None
+            if isinstance(outcome, CallRecord | RejectedCall):
+                return reply(outcome)
+            return _Direct(outcome, reply)
 
         async def reply_later(pending: Awaitable[Outcome]) -> ToolReply:
             return reply(await pending)
@@ -96,6 +135,7 @@ class ScriptRunner:
             code,
             tools=self._proxies,
             handler=handler,
+            direct=direct,
             timeout=self.timeout,
             module_name=self.module,
         )

@@ -15,6 +15,8 @@ from tooluse.sandbox._seccomp import build_filter
 
 def test_exported_names() -> None:
     assert sorted(tooluse.sandbox.__all__) == [
+        "DirectCall",
+        "DirectHandler",
         "ExecResult",
         "ExecStatus",
         "Handler",

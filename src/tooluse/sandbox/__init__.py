@@ -21,9 +21,20 @@ for use with ``asyncio.gather``.
 from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
 from ._limits import SandboxLimits
 from ._sandbox import IsolationMode, Sandbox
-from ._types import ExecResult, ExecStatus, Handler, LimitName, ProxySpec, ToolReply
+from ._types import (
+    DirectCall,
+    DirectHandler,
+    ExecResult,
+    ExecStatus,
+    Handler,
+    LimitName,
+    ProxySpec,
+    ToolReply,
+)
 
 __all__ = [
+    "DirectCall",
+    "DirectHandler",
     "ExecResult",
     "ExecStatus",
     "Handler",

@@ -3,33 +3,44 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
-import json
 import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from ._channel import Channel, LoopChannel, Message, ThreadChannel
 from ._exceptions import SandboxError
 from ._limits import SandboxLimits
 from ._output import OutputCapture
 from ._server import json_encoder
-from ._types import ExecResult, ExecStatus, Handler, LimitName, ProxySpec, ToolReply
+from ._types import (
+    DirectCall,
+    DirectHandler,
+    ExecResult,
+    ExecStatus,
+    Handler,
+    LimitName,
+    ProxySpec,
+    ToolReply,
+)
 
 if TYPE_CHECKING:
     from ._sandbox import Sandbox
 
 __all__ = ["Execution"]
 
-_MAX_LINE = 32 * 1024 * 1024
-_RECV_SIZE = 1 << 16
 # After asking the server to kill a script, how long to wait for its pipes to close before
 # declaring the sandbox broken.
 _KILL_GRACE_S = 3.0
 _LINGER_KILL_S = 0.1
+# How often the event loop looks at the call the channel thread runs, to abandon it once
+# past its timeout: a call times out at most this much late.
+_WATCH_S = 0.02
 
 
 class Execution:
@@ -43,6 +54,7 @@ class Execution:
         script: str,
         tools: list[ProxySpec],
         handler: Handler | None,
+        direct: DirectHandler | None = None,
         timeout: float,
         module_name: str,
         limits: SandboxLimits,
@@ -53,6 +65,7 @@ class Execution:
         self._script = script
         self._tools = {spec.name: spec for spec in tools}
         self._handler = handler
+        self._direct = direct
         self._timeout = timeout
         self._module_name = module_name
         self._limits = limits
@@ -74,7 +87,15 @@ class Execution:
         self._exit: dict[str, Any] | None = None
         self._stop_reason: LimitName | None = None
         self._stop_message = ""
-        self._channel: _CallChannel | None = None
+        self._channel: Channel | None = None
+        # With a direct handler, calls the script waits on alone are served on the channel's
+        # thread while no call handed to the loop is unanswered; the counts they share
+        # with the loop change under this lock.
+        self._lock = threading.Lock()
+        self._forwarded = 0
+        # The call running on the channel thread, its deadline, and the script's id for it.
+        self._running_direct: tuple[DirectCall, float | None, object] | None = None
+        self._watch: asyncio.TimerHandle | None = None
 
     async def run(self) -> ExecResult:
         started = time.perf_counter()
@@ -109,7 +130,14 @@ class Execution:
             _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
         loop = asyncio.get_running_loop()
-        self._channel = _CallChannel(host_end, self._on_message, self._on_oversized)
+        if self._direct is None:
+            self._channel = LoopChannel(host_end, self._on_message, self._on_oversized)
+        else:
+            self._channel = ThreadChannel(
+                host_end, self._on_message, self._on_oversized, self._serve_direct
+            )
+            self._channel.start()
+            self._watch = loop.call_later(_WATCH_S, self._watch_direct)
         calls = self._channel.ended
         try:
             try:
@@ -144,6 +172,13 @@ class Execution:
             raise
         finally:
             self._closed = True
+            if self._watch is not None:
+                self._watch.cancel()
+            running = self._running_direct
+            if running is not None:
+                # The script was stopped while a call ran on the channel thread: the call
+                # is recorded as cut short, and its result will go nowhere.
+                running[0].abandon("the script was stopped before the call ended")
             self._waiting.clear()
             for pipe in pipes:
                 pipe.close()
@@ -167,14 +202,8 @@ class Execution:
 
     # -- tool calls --------------------------------------------------------------------------
 
-    def _on_message(self, line: bytes) -> bool:
-        """Handle one line from the script; False once no more are wanted."""
-        try:
-            message = _decode(line.decode())[0]
-        except ValueError:
-            return True
-        if not isinstance(message, dict):
-            return True
+    def _on_message(self, message: Message) -> bool:
+        """Handle one message from the script (on the loop); False once no more are wanted."""
         kind = message.get("t")
         if kind == "call":
             self._accept_call(message)
@@ -188,14 +217,17 @@ class Execution:
     def _accept_call(self, message: dict[str, Any]) -> None:
         if self._stop_reason is not None:
             return
-        if self._max_calls is not None and self._calls_made >= self._max_calls:
+        with self._lock:
+            over = self._max_calls is not None and self._calls_made >= self._max_calls
+            if not over:
+                self._calls_made += 1
+        if over:
             self._stop(
                 "calls",
                 f"the script made more than {self._max_calls:,} tool calls, the limit per "
                 "script; it was stopped. Batch work with tools.parallel() or make fewer calls.",
             )
             return
-        self._calls_made += 1
         if self._waiting or self._running >= self._limits.max_concurrent_calls:
             self._waiting.append(message)
         else:
@@ -259,24 +291,89 @@ class Execution:
             self._start_waiting()
 
     def _send_reply(self, call_id: object, reply: ToolReply) -> None:
-        try:
-            if reply.kind is None:
-                line = _encode({"id": call_id, "ok": True, "value": reply.value})
-            else:
-                line = _encode(
-                    {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
-                )
-        except (TypeError, ValueError, RecursionError) as exc:
-            line = _encode(
-                {
-                    "id": call_id,
-                    "ok": False,
-                    "kind": "internal",
-                    "message": f"the tool's result is not a JSON value: {exc}",
-                }
-            )
         assert self._channel is not None
-        self._channel.send(line.encode() + b"\n")
+        self._channel.send(_reply_line(call_id, reply))
+        if self._direct is not None:
+            with self._lock:
+                self._forwarded -= 1
+
+    # -- calls served on the channel thread ---------------------------------------------------
+
+    def _serve_direct(self, message: Message) -> bool | None:
+        """On the channel thread: serve a call here if it can be (see `ThreadChannel`)."""
+        name, arguments = message.get("name"), message.get("args")
+        with self._lock:
+            if (
+                message.get("w") != 1
+                or message.get("t") != "call"
+                or name not in self._tools
+                or not isinstance(arguments, dict)
+                or self._forwarded
+                or self._closed
+                or self._stop_reason is not None
+                or (self._max_calls is not None and self._calls_made >= self._max_calls)
+            ):
+                # The loop answers it, refuses it, or stops the script; a message that
+                # is not a call just passes.
+                if message.get("t") == "call":
+                    self._forwarded += 1
+                return False
+            self._calls_made += 1
+        assert self._direct is not None and isinstance(name, str)
+        try:
+            answer = self._direct(name, arguments)
+        except Exception as exc:
+            answer = _handler_failed(exc)
+        if answer is None:
+            with self._lock:
+                self._calls_made -= 1
+                self._forwarded += 1
+            return False
+        if not isinstance(answer, ToolReply):
+            reply = self._run_direct(answer, message.get("id"))
+            if reply is None:
+                return None
+        else:
+            reply = answer
+        assert self._channel is not None
+        self._channel.send(_reply_line(message.get("id"), reply))
+        return True
+
+    def _run_direct(self, call: DirectCall, call_id: object) -> ToolReply | None:
+        timeout = call.timeout
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        # Only this thread sets and clears the entry; the loop reads it (`_watch_direct`,
+        # and when the run ends), and whichever of run() and abandon() comes first wins.
+        entry = self._running_direct = (call, deadline, call_id)
+        if self._closed:
+            call.abandon("the script was stopped before the call started")
+            return None
+        try:
+            reply = call.run()
+        except BaseException as exc:
+            # SystemExit and the like, raised by the tool: the loop's to raise.
+            assert self._channel is not None
+            self._channel.on_loop(_reraise, exc)
+            reply = ToolReply.fail(f"{type(exc).__name__}: {exc}", kind="internal")
+        if reply is not None and self._running_direct is entry:
+            self._running_direct = None
+        return reply
+
+    def _watch_direct(self) -> None:
+        """On the loop, every few milliseconds: abandon a direct call past its timeout."""
+        self._watch = None
+        if self._closed:
+            return
+        running = self._running_direct
+        if running is not None and running[1] is not None and time.perf_counter() >= running[1]:
+            reply = running[0].abandon(None)
+            if reply is not None:
+                # The tool ran out of time: answer the script, and read its next messages
+                # on a new thread while the old one waits for the tool.
+                assert isinstance(self._channel, ThreadChannel)
+                self._channel.retire()
+                self._channel.send(_reply_line(running[2], reply))
+        self._watch = asyncio.get_running_loop().call_later(_WATCH_S, self._watch_direct)
 
     # -- output ------------------------------------------------------------------------------
 
@@ -348,8 +445,30 @@ class Execution:
 
 
 _encode = json_encoder()
-# raw_decode: the lines the script writes need no check for surrounding whitespace.
-_decode = json.JSONDecoder().raw_decode
+
+
+def _reply_line(call_id: object, reply: ToolReply) -> bytes:
+    try:
+        if reply.kind is None:
+            line = _encode({"id": call_id, "ok": True, "value": reply.value})
+        else:
+            line = _encode(
+                {"id": call_id, "ok": False, "kind": reply.kind, "message": reply.message}
+            )
+    except (TypeError, ValueError, RecursionError) as exc:
+        line = _encode(
+            {
+                "id": call_id,
+                "ok": False,
+                "kind": "internal",
+                "message": f"the tool's result is not a JSON value: {exc}",
+            }
+        )
+    return line.encode() + b"\n"
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
 
 
 if sys.version_info >= (3, 12):
@@ -437,106 +556,3 @@ class _Pipe:
             self._fd = -1
         if not self.eof.done():
             self.eof.cancel()
-
-
-class _CallChannel:
-    """The host end of the tool channel: JSON lines in, JSON lines out.
-
-    The socket is read and written directly from the event loop's reader callback rather
-    than through a transport: a call its handler answers at once costs one ``recv`` and one
-    ``send``, and one turn of the loop.
-    """
-
-    def __init__(
-        self,
-        sock: socket.socket,
-        on_line: Callable[[bytes], bool],
-        on_oversized: Callable[[], None],
-    ) -> None:
-        self._sock = sock
-        self._fd = sock.fileno()
-        self._on_line = on_line
-        self._on_oversized = on_oversized
-        self._partial = bytearray()
-        self._unsent = bytearray()
-        self._loop = asyncio.get_running_loop()
-        self.ended: asyncio.Future[None] = self._loop.create_future()
-        sock.setblocking(False)
-        self._loop.add_reader(self._fd, self._read)
-
-    def _read(self) -> None:
-        try:
-            data = self._sock.recv(_RECV_SIZE)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._finish()
-            return
-        lines = data.split(b"\n")
-        if self._partial:
-            self._partial += lines[0]
-            if len(lines) == 1:
-                self._check_partial()
-                return
-            lines[0] = bytes(self._partial)
-            self._partial.clear()
-        rest = lines.pop()
-        for line in lines:
-            if not self._on_line(line):
-                self._finish()
-                return
-        if rest:
-            self._partial += rest
-            self._check_partial()
-
-    def _check_partial(self) -> None:
-        if len(self._partial) > _MAX_LINE:
-            self._on_oversized()
-            self._finish()
-
-    def send(self, data: bytes) -> None:
-        if self._fd < 0:
-            return
-        if not self._unsent:
-            try:
-                sent = self._sock.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError:
-                # The script is gone: nobody is left to read the reply.
-                return
-            if sent == len(data):
-                return
-            # The script is not reading its replies as fast as they come: keep the rest
-            # until it does.
-            self._loop.add_writer(self._fd, self._write_unsent)
-            self._unsent += memoryview(data)[sent:]
-        else:
-            self._unsent += data
-
-    def _write_unsent(self) -> None:
-        try:
-            sent = self._sock.send(self._unsent)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            sent = len(self._unsent)
-        del self._unsent[:sent]
-        if not self._unsent:
-            self._loop.remove_writer(self._fd)
-
-    def close(self) -> None:
-        self._finish()
-        if self._fd >= 0:
-            self._loop.remove_writer(self._fd)
-            self._fd = -1
-            self._unsent.clear()
-            self._sock.close()
-
-    def _finish(self) -> None:
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-        if not self.ended.done():
-            self.ended.set_result(None)

@@ -24,7 +24,7 @@ from ._execution import Execution
 from ._limits import SandboxLimits
 from ._seccomp import build_filter
 from ._server import recv_frame, send_frame
-from ._types import ExecResult, Handler, ProxySpec
+from ._types import DirectHandler, ExecResult, Handler, ProxySpec
 
 if TYPE_CHECKING:
     from .._scripts import ScriptRun
@@ -164,6 +164,7 @@ class Sandbox:
         *,
         tools: Sequence[ProxySpec] = (),
         handler: Handler | None = None,
+        direct: DirectHandler | None = None,
         timeout: float = 10.0,
         module_name: str = "tools",
         max_calls: int | Literal["default"] | None = "default",
@@ -178,6 +179,12 @@ class Sandbox:
                 ``async`` handler runs as a task per call. A plain function may return a
                 ``ToolReply``, sent back at once with no task, or an awaitable of one
                 when it has to wait.
+            direct: optionally, a first look at each call the script waits on alone (a
+                plain call, not ``parallel`` or ``.aio``), on the tool channel's own
+                thread rather than the event loop: it returns a ``ToolReply``, a
+                `DirectCall` to run on that thread (abandoned at its timeout, so a hung
+                call costs a thread, not the script), or None to hand the call to
+                ``handler``. Sequential calls then cost no turn of the event loop.
             timeout: wall-clock seconds before the script is killed.
             module_name: the name the script imports the tools under.
             max_calls: overrides ``limits.max_calls`` for this script.
@@ -196,6 +203,7 @@ class Sandbox:
             script=script,
             tools=list(tools),
             handler=handler,
+            direct=direct,
             timeout=timeout,
             module_name=module_name,
             limits=self.limits,
@@ -209,6 +217,7 @@ class Sandbox:
         *,
         tools: Sequence[ProxySpec] = (),
         handler: Handler | None = None,
+        direct: DirectHandler | None = None,
         timeout: float = 10.0,
         module_name: str = "tools",
         max_calls: int | Literal["default"] | None = "default",
@@ -225,6 +234,7 @@ class Sandbox:
                 script,
                 tools=tools,
                 handler=handler,
+                direct=direct,
                 timeout=timeout,
                 module_name=module_name,
                 max_calls=max_calls,

@@ -3,9 +3,18 @@ from __future__ import annotations
 import keyword
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
-__all__ = ["ExecResult", "ExecStatus", "Handler", "LimitName", "ProxySpec", "ToolReply"]
+__all__ = [
+    "DirectCall",
+    "DirectHandler",
+    "ExecResult",
+    "ExecStatus",
+    "Handler",
+    "LimitName",
+    "ProxySpec",
+    "ToolReply",
+]
 
 ExecStatus: TypeAlias = Literal["ok", "error", "timeout", "killed", "sandbox_error"]
 LimitName: TypeAlias = Literal["wall_clock", "cpu", "memory", "calls", "output"]
@@ -69,6 +78,30 @@ class ToolReply:
 
 
 Handler: TypeAlias = Callable[[str, dict[str, object]], Awaitable[ToolReply] | ToolReply]
+
+
+class DirectCall(Protocol):
+    """A call a `DirectHandler` accepted, to run on the tool channel's thread.
+
+    The channel runs it while the script waits; if it outlasts ``timeout`` seconds, the
+    event loop abandons it, answers the script, and a fresh thread serves the channel.
+    """
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    def run(self) -> ToolReply | None:
+        """Run the call on this thread; None if it was abandoned meanwhile."""
+        ...
+
+    def abandon(self, reason: str | None) -> ToolReply | None:
+        """Give up on the call (it timed out, or ``reason``); None if it had already ended."""
+        ...
+
+
+# Called on the channel's own thread, never the event loop's: None hands the call to the
+# Handler on the loop; a ToolReply answers it at once.
+DirectHandler: TypeAlias = Callable[[str, dict[str, object]], DirectCall | ToolReply | None]
 
 
 @dataclass(frozen=True, slots=True)

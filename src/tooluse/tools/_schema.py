@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
+import typing
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +35,28 @@ class FunctionSchema:
     returns: JsonSchema | None
     arguments_adapter: pydantic.TypeAdapter[Any]
     positional: tuple[str, ...]
+    # Set when every parameter is a plain scalar (see `_scalar`): its Python type by name.
+    scalars: dict[str, type] | None = None
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _scalar(annotation: Any, default: Any) -> type | None:
+    """The type of a parameter that needs no conversion once its JSON is schema-valid.
+
+    ``str``, ``int``, ``float`` and ``bool``, optionally ``| None``, with a plain default:
+    for these, what pydantic does to a valid JSON value is at most int ↔ float.
+    """
+    if isinstance(default, FieldInfo):
+        return None
+    if annotation in _SCALARS:
+        return typing.cast(type, annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1 and members[0] in _SCALARS:
+            return typing.cast(type, members[0])
+    return None
 
 
 def _first_line_ok(fn: Callable[..., Any]) -> str:
@@ -70,6 +94,7 @@ def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) 
     signature = inspect.signature(fn)
     fields: dict[str, Any] = {}
     positional: list[str] = []
+    scalars: dict[str, type] | None = {}
     for name, param in signature.parameters.items():
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ToolDefinitionError(
@@ -84,6 +109,11 @@ def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) 
         annotation = hints[name]
         description = doc.params.get(name)
         default = param.default
+        kind = _scalar(annotation, default)
+        if kind is None:
+            scalars = None
+        elif scalars is not None:
+            scalars[name] = kind
         if isinstance(default, FieldInfo):
             info = default
             if description and not info.description:
@@ -132,6 +162,7 @@ def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) 
         returns=returns,
         arguments_adapter=pydantic.TypeAdapter(model),
         positional=tuple(positional),
+        scalars=scalars,
     )
 
 

@@ -40,6 +40,9 @@ class Tool:
     side_effects: bool = False
     positional: tuple[str, ...] = ()
     _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
+    # Parameters that need no pydantic model (see `function_schema`): their types by name.
+    _scalars: dict[str, type] | None = field(default=None, repr=False)
+    _async_of: tuple[Callable[..., Any], bool] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -61,7 +64,11 @@ class Tool:
 
     @property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.function)
+        # Asked on every call: remembered for the function it was asked about.
+        known = self._async_of
+        if known is None or known[0] is not self.function:
+            known = self._async_of = (self.function, inspect.iscoroutinefunction(self.function))
+        return known[1]
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -73,6 +80,17 @@ class Tool:
         Typed tools get pydantic models, dataclasses and the like built from
         the nested JSON; raw-schema tools get the JSON values unchanged.
         """
+        if self._scalars is not None:
+            # Schema-valid JSON scalars are what pydantic would pass, but for JSON's
+            # numbers: 3.0 for an int parameter becomes 3, and 3 for a float 3.0.
+            kwargs = dict(arguments)
+            for name, value in arguments.items():
+                kind = self._scalars.get(name)
+                if kind is int and type(value) is float:
+                    kwargs[name] = int(value)
+                elif kind is float and type(value) is int:
+                    kwargs[name] = float(value)
+            return kwargs
         if self._adapter is None:
             # A copy: a tool that mutates its arguments must not rewrite the record.
             return copy.deepcopy(dict(arguments))
@@ -108,6 +126,7 @@ class Tool:
             side_effects=side_effects,
             positional=schema.positional,
             _adapter=schema.arguments_adapter,
+            _scalars=schema.scalars,
         )
 
     @classmethod
