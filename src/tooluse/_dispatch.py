@@ -688,18 +688,44 @@ class Dispatcher:
         tool = self.tools.get(name)
         if tool is None or tool.is_async or not self._slots.try_take():
             return None
-        if not isinstance(call_id, str):
-            call_id = call_id()
         try:
-            prepared = self._prepare_decoded(call_id, name, arguments, round_=round_, source=source)
-            if isinstance(prepared, RejectedCall):
-                self._slots.give_from_thread()
-                return prepared
-            record = self._record(prepared, round_, source)
+            if not isinstance(call_id, str):
+                call_id = call_id()
+            record = self._quick_record(call_id, tool, arguments, round_, source)
+            kwargs: dict[str, Any] = {}
+            if record is not None:
+                try:
+                    kwargs = tool.convert_arguments(arguments)
+                except pydantic.ValidationError:
+                    record = None
+            if record is None:
+                # Anything but a call valid as sent: the full path words the refusal, or
+                # makes the repair.
+                prepared = self._prepare_decoded(
+                    call_id, name, arguments, round_=round_, source=source
+                )
+                if isinstance(prepared, RejectedCall):
+                    self._slots.give_from_thread()
+                    return prepared
+                record = self._record(prepared, round_, source)
+                kwargs = prepared.kwargs
             if self._replayed(record, tool):
                 self._slots.give_from_thread()
                 return record
         except BaseException:
             self._slots.give_from_thread()
             raise
-        return DirectRun(self, record, tool, prepared.kwargs)
+        return DirectRun(self, record, tool, kwargs)
+
+    def _quick_record(
+        self, call_id: str, tool: Tool, arguments: dict[str, Any], round_: int, source: str
+    ) -> CallRecord | None:
+        """The record of a call whose arguments are valid as sent and convert, else None."""
+        if len(_arguments_text(arguments)) > self.max_argument_bytes:
+            return None
+        checker = self._checkers.get(tool.name)
+        if checker is None or not checker.is_valid(arguments):
+            return None
+        return CallRecord(
+            id=call_id, name=tool.name, arguments=arguments, round=round_, source=source
+        )

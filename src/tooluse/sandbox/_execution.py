@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import os
@@ -176,8 +177,7 @@ class Execution:
                 self._watch.cancel()
             running = self._running_direct
             if running is not None:
-                # The script was stopped while a call ran on the channel thread: the call
-                # is recorded as cut short, and its result will go nowhere.
+                # Recorded as cut short; the channel is closed below, so no new reader.
                 running[0].abandon("the script was stopped before the call ended")
             self._waiting.clear()
             for pipe in pipes:
@@ -199,6 +199,18 @@ class Execution:
             self._stop_reason = reason
             self._stop_message = message
         self._sandbox._send_kill(self._job_id)
+        self._abandon_direct("the script was stopped before the call ended")
+
+    def _abandon_direct(self, reason: str) -> None:
+        """Give up on the call the channel thread runs, if any, and read on with a new one.
+
+        The script is being stopped: the reply goes nowhere, but the call's record says
+        how it ended, and the new reader sees the channel close.
+        """
+        running = self._running_direct
+        if running is not None and running[0].abandon(reason) is not None:
+            assert isinstance(self._channel, ThreadChannel)
+            self._channel.retire()
 
     # -- tool calls --------------------------------------------------------------------------
 
@@ -448,6 +460,10 @@ _encode = json_encoder()
 
 
 def _reply_line(call_id: object, reply: ToolReply) -> bytes:
+    if reply.kind is None and type(call_id) is int:
+        # The usual reply, written around its value.
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
+            return b'{"id":%d,"ok":true,"value":%b}\n' % (call_id, _encode(reply.value).encode())
     try:
         if reply.kind is None:
             line = _encode({"id": call_id, "ok": True, "value": reply.value})

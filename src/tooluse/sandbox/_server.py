@@ -36,6 +36,7 @@ import linecache
 import os
 import random
 import resource
+import select
 import selectors
 import signal
 import socket
@@ -673,6 +674,9 @@ class _Channel:
         self.replies: dict[int, dict[str, Any]] = {}
         self.futures: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.reader_loop: asyncio.AbstractEventLoop | None = None
+        # Asks whether a reply is waiting without the cost of a failed recv().
+        self.ready = select.poll()
+        self.ready.register(self.sock, select.POLLIN)
 
     def send(self, obj: object) -> None:
         self.sock.sendall(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
@@ -698,11 +702,14 @@ class _Channel:
         # The reply to a quick call comes within microseconds: look for it a moment before
         # sleeping, yielding the CPU in case the host runs on this one.
         give_up = time.perf_counter() + _SPIN_S
+        ready = self.ready.poll
         while call_id not in replies:
-            self.pump(block=False)
-            if time.perf_counter() >= give_up:
+            if ready(0):
+                self.pump(block=False)
+            elif time.perf_counter() >= give_up:
                 break
-            os.sched_yield()
+            else:
+                os.sched_yield()
         while call_id not in replies:
             self.pump(block=True)
         return replies.pop(call_id)

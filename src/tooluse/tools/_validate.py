@@ -233,6 +233,12 @@ class ArgumentChecker:
             name for name in properties if name not in parameters.get("required", ())
         }
 
+    def is_valid(self, arguments: dict[str, Any]) -> bool:
+        """Whether the arguments are valid as they are (no repair, no wording)."""
+        if self._fast is not None:
+            return bool(self._fast.is_valid(arguments))
+        return bool(self._validator.is_valid(arguments))
+
     def check(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
         """Return the arguments ready for conversion and any repairs, or raise.
 
