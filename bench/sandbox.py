@@ -6,10 +6,11 @@ Rows:
 - startup: Sandbox() to ready (bubblewrap, fork server, first pre-forked worker).
 - script latency: a trivial script, request to result, p50/p95.
 - tool call round trip: a script making sequential calls to a sync ``echo`` tool of a
-  Toolbox, as ``Sandbox.run`` and the agent make them: each call validated, run on a worker
-  thread under its timeout and recorded by the dispatcher. Per call, after subtracting the
-  same way's trivial script latency. The same calls answered by a bare ``Sandbox.execute``
-  handler (``async``, and a plain function) are reported under the table.
+  Toolbox, as ``Sandbox.run`` and the agent make them: each call validated by the
+  dispatcher, run under its timeout on the thread that reads the script's channel, and
+  recorded. Per call, after subtracting the same way's trivial script latency. The same
+  calls answered on the event loop by a bare ``Sandbox.execute`` handler (``async``, and a
+  plain function) are reported under the table.
 - fan-out: 100 calls to a host tool that sleeps 20 ms, issued concurrently.
 - cpu loop: a million-iteration loop, request to result, and its ratio to plain CPython
   ``exec`` of the same code in this process, measured alternately with it.
@@ -121,7 +122,7 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
         for _ in range(3):
             await run_toolbox(TRIVIAL)
         trivial = statistics.median([await run_toolbox(TRIVIAL) for _ in range(args.scripts)])
-        with_calls = statistics.median([await run_toolbox(calls_script) for _ in range(3)])
+        with_calls = statistics.median([await run_toolbox(calls_script) for _ in range(5)])
         out["call_round_trip_us"] = (with_calls - trivial) / args.calls * 1e6
         trivial = statistics.median(latencies)
         for key, host in [("async_handler", handler), ("plain_handler", plain_handler)]:

@@ -209,8 +209,18 @@ class Execution:
         """
         running = self._running_direct
         if running is not None and running[0].abandon(reason) is not None:
-            assert isinstance(self._channel, ThreadChannel)
-            self._channel.retire()
+            self._forget_direct(running)
+
+    def _forget_direct(self, running: tuple[DirectCall, float | None, object]) -> None:
+        """After ``running`` was abandoned: stop watching it, and read on with a new thread.
+
+        The thread that ran it is stuck in it and never sets another; the new one starts
+        only now, so nothing it sets is cleared here.
+        """
+        if self._running_direct is running:
+            self._running_direct = None
+        assert isinstance(self._channel, ThreadChannel)
+        self._channel.retire()
 
     # -- tool calls --------------------------------------------------------------------------
 
@@ -382,8 +392,8 @@ class Execution:
             if reply is not None:
                 # The tool ran out of time: answer the script, and read its next messages
                 # on a new thread while the old one waits for the tool.
-                assert isinstance(self._channel, ThreadChannel)
-                self._channel.retire()
+                self._forget_direct(running)
+                assert self._channel is not None
                 self._channel.send(_reply_line(running[2], reply))
         self._watch = asyncio.get_running_loop().call_later(_WATCH_S, self._watch_direct)
 

@@ -19,6 +19,8 @@ from ._schema import JsonSchema, clean_schema, function_schema
 
 __all__ = ["Tool", "tool"]
 
+# Integers from here on are left to pydantic: float() fails on them, or soon will.
+_FLOAT_LIMIT = 2**1023
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 
 
@@ -89,8 +91,11 @@ class Tool:
                 if kind is int and type(value) is float:
                     kwargs[name] = int(value)
                 elif kind is float and type(value) is int:
+                    if abs(value) >= _FLOAT_LIMIT:
+                        break  # beyond a float: pydantic refuses it in its own words
                     kwargs[name] = float(value)
-            return kwargs
+            else:
+                return kwargs
         if self._adapter is None:
             # A copy: a tool that mutates its arguments must not rewrite the record.
             return copy.deepcopy(dict(arguments))
