@@ -720,7 +720,7 @@ class Dispatcher:
     def _quick_record(
         self, call_id: str, tool: Tool, arguments: dict[str, Any], round_: int, source: str
     ) -> CallRecord | None:
-        """The record of a call whose arguments are valid as sent and convert, else None."""
+        """A record for a call whose arguments are valid as sent, or None for the full path."""
         if len(_arguments_text(arguments)) > self.max_argument_bytes:
             return None
         checker = self._checkers.get(tool.name)

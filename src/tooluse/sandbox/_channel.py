@@ -76,6 +76,15 @@ class Channel:
         self.ended: asyncio.Future[None] = self._loop.create_future()
         sock.setblocking(False)
 
+    def _recv(self) -> bytes | None:
+        """What the script sent; b"" once it is gone, None if nothing is waiting."""
+        try:
+            return self._sock.recv(_RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return b""
+
     def _lines(self, data: bytes) -> list[bytes] | None:
         """The complete lines ``data`` ends, keeping the rest; None if a line is too long."""
         lines = data.split(b"\n")
@@ -189,12 +198,9 @@ class LoopChannel(Channel):
         self._loop.add_reader(self._fd, self._read)
 
     def _read(self) -> None:
-        try:
-            data = self._sock.recv(_RECV_SIZE)
-        except (BlockingIOError, InterruptedError):
+        data = self._recv()
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self.finish()
             return
@@ -278,12 +284,9 @@ class ThreadChannel(Channel):
             with self._lock:
                 if self._closed:
                     return
-                try:
-                    data = self._sock.recv(_RECV_SIZE)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError:
-                    data = b""
+                data = self._recv()
+            if data is None:
+                continue
             if not data:
                 self.on_loop(self.finish)
                 return
