@@ -216,15 +216,17 @@ async def test_large_arguments_and_results(sandbox: Sandbox) -> None:
 
 
 async def test_replies_the_script_never_reads(sandbox: Sandbox) -> None:
-    # Forged calls whose replies outgrow the socket buffer; the script ends without
+    # Forged calls whose replies outgrow the pipe's buffer; the script ends without
     # reading them and the host neither blocks nor fails.
     script = (
-        "import json, tools\n"
+        "import json, os, tools\n"
         "cells = [cell.cell_contents for cell in tools.echo.__closure__]\n"
-        "sock = next(c.sock for c in cells if hasattr(c, 'sock'))\n"
+        "calls = next(c.calls for c in cells if hasattr(c, 'calls'))\n"
         "call = {'t': 'call', 'name': 'echo', 'args': {'value': 'x' * 10_000}}\n"
         "for i in range(300):\n"
-        "    sock.sendall(json.dumps({**call, 'id': 10_000 + i}).encode() + b'\\n')\n"
+        "    line = json.dumps({**call, 'id': 10_000 + i}).encode() + b'\\n'\n"
+        "    while line:\n"
+        "        line = line[os.write(calls, line):]\n"
         "print('sent')\n"
     )
     result = await run(sandbox, script)
@@ -255,12 +257,13 @@ async def test_custom_module_name(sandbox: Sandbox) -> None:
 async def test_forged_call_to_an_unpublished_tool_is_refused(sandbox: Sandbox) -> None:
     host = Host()
     script = (
-        "import json, tools\n"
+        "import json, os, tools\n"
         "cells = [cell.cell_contents for cell in tools.echo.__closure__]\n"
-        "sock = next(c.sock for c in cells if hasattr(c, 'sock'))\n"
+        "channel = next(c for c in cells if hasattr(c, 'calls'))\n"
         "forged = {'t': 'call', 'id': 999, 'name': 'rm_rf', 'args': {}}\n"
-        "sock.sendall(json.dumps(forged).encode() + b'\\n')\n"
-        "print(sock.recv(1000).decode().strip())\n"
+        "os.write(channel.calls, json.dumps(forged).encode() + b'\\n')\n"
+        "channel.ready.poll()\n"
+        "print(os.read(channel.replies_fd, 1000).decode().strip())\n"
     )
     result = await run(sandbox, script, host)
     assert json.loads(result.stdout)["kind"] == "unknown_tool"

@@ -6,7 +6,6 @@ import inspect
 import itertools
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -100,7 +99,9 @@ class Execution:
 
     async def run(self) -> ExecResult:
         started = time.perf_counter()
-        host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The tool channel: calls come up one pipe, replies go down the other.
+        calls_read, calls_write = os.pipe()
+        replies_read, replies_write = os.pipe()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
@@ -114,17 +115,16 @@ class Execution:
                     "limits": self._limits.for_worker(),
                     "deadline": self._timeout,
                 },
-                [sandbox_end.fileno(), out_write, err_write],
+                # The monitor gets the first, to report how the script ended.
+                [calls_write, replies_read, out_write, err_write],
             )
         except BaseException:
-            host_end.close()
-            os.close(out_read)
-            os.close(err_read)
+            for fd in (calls_read, replies_write, out_read, err_read):
+                os.close(fd)
             raise
         finally:
-            sandbox_end.close()
-            os.close(out_write)
-            os.close(err_write)
+            for fd in (calls_write, replies_read, out_write, err_write):
+                os.close(fd)
 
         pipes = [
             _Pipe(out_read, self._stdout, self._on_output, "stdout"),
@@ -132,10 +132,12 @@ class Execution:
         ]
         loop = asyncio.get_running_loop()
         if self._direct is None:
-            self._channel = LoopChannel(host_end, self._on_message, self._on_oversized)
+            self._channel = LoopChannel(
+                calls_read, replies_write, self._on_message, self._on_oversized
+            )
         else:
             self._channel = ThreadChannel(
-                host_end, self._on_message, self._on_oversized, self._serve_direct
+                calls_read, replies_write, self._on_message, self._on_oversized, self._serve_direct
             )
             self._channel.start()
             self._watch = loop.call_later(_WATCH_S, self._watch_direct)

@@ -529,7 +529,7 @@ def _apply_limits(limits: dict[str, Any]) -> None:
 
 
 def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoReturn:
-    channel_fd, stdout_fd, stderr_fd = fds[:3]
+    calls_fd, replies_fd, stdout_fd, stderr_fd = fds[:4]
     os.dup2(stdout_fd, 1)
     os.dup2(stderr_fd, 2)
     null = os.open("/dev/null", os.O_RDONLY)
@@ -537,7 +537,7 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     _close_all([stdout_fd, stderr_fd, null])
     sys.argv = [_SCRIPT_FILENAME]
     sys.path[:0] = list(config.get("paths", ()))
-    channel = _Channel(channel_fd)
+    channel = _Channel(calls_fd, replies_fd)
     module = _build_module(msg["module"], [(n, tuple(p)) for n, p in msg["tools"]], channel)
     sys.modules[msg["module"]] = module
     _apply_limits(msg["limits"])
@@ -666,20 +666,27 @@ _SPIN_S = 200e-6
 class _Channel:
     """Client end of the tool channel: requests carry ids, replies may arrive in any order."""
 
-    def __init__(self, fd: int) -> None:
-        self.sock = socket.socket(fileno=fd)
-        self.sock.setblocking(True)
+    def __init__(self, calls: int, replies: int) -> None:
+        # Calls go up one pipe (written whole, blocking), replies come down the other
+        # (read when poll() says they are there).
+        self.calls = calls
+        self.replies_fd = replies
+        os.set_blocking(replies, False)
         self.buffer = bytearray()
         self.next_id = 0
         self.replies: dict[int, dict[str, Any]] = {}
         self.futures: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.reader_loop: asyncio.AbstractEventLoop | None = None
-        # Asks whether a reply is waiting without the cost of a failed recv().
         self.ready = select.poll()
-        self.ready.register(self.sock, select.POLLIN)
+        self.ready.register(replies, select.POLLIN)
+
+    def write(self, data: bytes | bytearray) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.calls, view) :]
 
     def send(self, obj: object) -> None:
-        self.sock.sendall(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+        self.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
 
     def encode_call(
         self, name: str, arguments: dict[str, object], waits: str = '"w":0'
@@ -697,7 +704,7 @@ class _Channel:
         # "w": the script waits on this call and has no other one open, so the host may
         # serve it without involving its event loop.
         call_id, line = self.encode_call(name, arguments, '"w":0' if self.futures else '"w":1')
-        self.sock.sendall(line)
+        self.write(line)
         replies = self.replies
         # The reply to a quick call comes within microseconds: look for it a moment before
         # sleeping, yielding the CPU in case the host runs on this one.
@@ -721,8 +728,10 @@ class _Channel:
         return replies.pop(call_id)
 
     def pump(self, block: bool) -> None:
+        if block:
+            self.ready.poll()
         try:
-            data = self.sock.recv(1 << 16, 0 if block else socket.MSG_DONTWAIT)
+            data = os.read(self.replies_fd, 1 << 16)
         except BlockingIOError:
             return
         if not data:
@@ -748,12 +757,12 @@ class _Channel:
     async def call_async(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         if self.reader_loop is not loop:
-            loop.add_reader(self.sock.fileno(), self.pump, False)
+            loop.add_reader(self.replies_fd, self.pump, False)
             self.reader_loop = loop
         call_id, line = self.encode_call(name, arguments)
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self.futures[call_id] = future
-        self.sock.sendall(line)
+        self.write(line)
         return await future
 
 
@@ -842,7 +851,7 @@ def _build_module(
             call_id, line = channel.encode_call(name, arguments)
             ids.append(call_id)
             batch += line
-        channel.sock.sendall(batch)
+        channel.write(batch)
         results: list[object] = []
         first_error: ToolError | None = None
         for index, call_id in enumerate(ids):
