@@ -10,17 +10,17 @@ Processes, per script::
                                                               namespace; runs the script)
 
 The server keeps a monitor+worker pair forked ahead of time; a request is handed straight
-to the waiting worker (descriptors and all), and the monitor gets the tool channel. The
-worker is pid 1 of its own pid namespace: when it exits, the kernel kills everything the
-script started, and the script cannot see or signal the server or other scripts. The
-monitor waits for the worker and writes its exit status to the tool channel. To stop a
+to the waiting worker (descriptors and all), and the monitor gets the tool channel's calls
+pipe. The worker is pid 1 of its own pid namespace: when it exits, the kernel kills
+everything the script started, and the script cannot see or signal the server or other
+scripts. The monitor waits for the worker and writes its exit status to that pipe. To stop a
 script the server sends the monitor SIGUSR1, and the monitor kills the worker (and, where
 there is no pid namespace, sweeps up what the script left); if the monitor itself dies,
 ``PR_SET_PDEATHSIG`` takes the worker with it.
 
 Wire format: the control and hand-over sockets carry frames (4-byte big-endian length +
 JSON, descriptors attached with ``SCM_RIGHTS``); the tool channel between the script and the
-host carries JSON lines.
+host is two pipes of JSON lines, calls up one and replies down the other.
 """
 
 from __future__ import annotations
