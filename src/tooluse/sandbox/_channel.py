@@ -64,7 +64,7 @@ class Channel:
         on_message: Callable[[Message], bool],
         on_oversized: Callable[[], None],
     ) -> None:
-        self._fd = calls
+        self._calls_fd = calls
         self._replies_fd = replies
         self._on_message = on_message
         self._on_oversized = on_oversized
@@ -83,7 +83,7 @@ class Channel:
     def _recv(self) -> bytes | None:
         """What the script sent; b"" once it is gone, None if nothing is waiting."""
         try:
-            return os.read(self._fd, _RECV_SIZE)
+            return os.read(self._calls_fd, _RECV_SIZE)
         except (BlockingIOError, InterruptedError):
             return None
         except OSError:
@@ -183,7 +183,7 @@ class Channel:
             self._unsent.clear()
             if self._writer_armed:
                 self._loop.remove_writer(self._replies_fd)
-            os.close(self._fd)
+            os.close(self._calls_fd)
             os.close(self._replies_fd)
 
 
@@ -198,7 +198,7 @@ class LoopChannel(Channel):
         on_oversized: Callable[[], None],
     ) -> None:
         super().__init__(calls, replies, on_message, on_oversized)
-        self._loop.add_reader(self._fd, self._read)
+        self._loop.add_reader(self._calls_fd, self._read)
 
     def _read(self) -> None:
         data = self._recv()
@@ -219,7 +219,7 @@ class LoopChannel(Channel):
 
     def finish(self) -> None:
         if not self._closed and not self.ended.done():
-            self._loop.remove_reader(self._fd)
+            self._loop.remove_reader(self._calls_fd)
         super().finish()
 
 
@@ -270,7 +270,7 @@ class ThreadChannel(Channel):
 
     def _read_until_done(self) -> None:
         poller = select.poll()
-        poller.register(self._fd, select.POLLIN)
+        poller.register(self._calls_fd, select.POLLIN)
         spin_until = 0.0
         while not self._closed:
             if self._backlog:
