@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import itertools
 import os
@@ -473,9 +472,11 @@ _encode = json_encoder()
 
 def _reply_line(call_id: object, reply: ToolReply) -> bytes:
     if reply.kind is None and type(call_id) is int:
-        # The usual reply, written around its value.
-        with contextlib.suppress(TypeError, ValueError, RecursionError):
+        # The usual reply, written around its value (the slower way below words failures).
+        try:
             return b'{"id":%d,"ok":true,"value":%b}\n' % (call_id, _encode(reply.value).encode())
+        except (TypeError, ValueError, RecursionError):
+            pass
     try:
         if reply.kind is None:
             line = _encode({"id": call_id, "ok": True, "value": reply.value})
