@@ -80,6 +80,10 @@ class Channel:
         os.set_blocking(calls, False)
         os.set_blocking(replies, False)
 
+    def start(self) -> None:
+        """Start reading (once whatever the callbacks use is in place)."""
+        raise NotImplementedError
+
     def _recv(self) -> bytes | None:
         """What the script sent; b"" once it is gone, None if nothing is waiting."""
         try:
@@ -190,14 +194,7 @@ class Channel:
 class LoopChannel(Channel):
     """Read from the event loop's reader callback: one ``recv`` and one turn per batch."""
 
-    def __init__(
-        self,
-        calls: int,
-        replies: int,
-        on_message: Callable[[Message], bool],
-        on_oversized: Callable[[], None],
-    ) -> None:
-        super().__init__(calls, replies, on_message, on_oversized)
+    def start(self) -> None:
         self._loop.add_reader(self._calls_fd, self._read)
 
     def _read(self) -> None:
@@ -247,7 +244,6 @@ class ThreadChannel(Channel):
         self._reader: threading.Thread | None = None
 
     def start(self) -> None:
-        """Start reading (once whatever ``serve`` uses is in place)."""
         self._reader = self._start_reader()
 
     def _start_reader(self) -> threading.Thread:

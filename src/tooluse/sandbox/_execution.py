@@ -130,15 +130,15 @@ class Execution:
             _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
         loop = asyncio.get_running_loop()
-        if self._direct is None:
-            self._channel = LoopChannel(
-                calls_read, replies_write, self._on_message, self._on_oversized
-            )
-        else:
-            self._channel = ThreadChannel(
+        self._channel = (
+            LoopChannel(calls_read, replies_write, self._on_message, self._on_oversized)
+            if self._direct is None
+            else ThreadChannel(
                 calls_read, replies_write, self._on_message, self._on_oversized, self._serve_direct
             )
-            self._channel.start()
+        )
+        self._channel.start()
+        if self._direct is not None:
             self._watch = loop.call_later(_WATCH_S, self._watch_direct)
         calls = self._channel.ended
         try:
