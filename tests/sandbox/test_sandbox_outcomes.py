@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Callable
 
 import pytest
 
-from tooluse.sandbox import ExecResult, Sandbox
+from tooluse.sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -171,12 +172,29 @@ async def test_sandbox_recovers_when_its_processes_are_killed(
     count_after: Callable[[int, int], int],
     processes_of: Callable[[int], list[int]],
 ) -> None:
+    started = asyncio.Event()
+
+    def host(name: str, arguments: dict[str, object]) -> ToolReply:
+        started.set()
+        return ToolReply.ok(None)
+
     with Sandbox(limits=sandbox.limits) as sb:
         assert sb.uid is not None
-        running = asyncio.ensure_future(sb.execute("import time\ntime.sleep(30)"))
-        await asyncio.sleep(0.3)
+        running = asyncio.ensure_future(
+            sb.execute(
+                "import time, tools\ntools.started()\ntime.sleep(30)",
+                tools=[ProxySpec("started", [])],
+                handler=host,
+            )
+        )
+        # The script is running once its call arrives; killing before that would
+        # test a different path (a sandbox that dies while starting a script).
+        await asyncio.wait_for(started.wait(), 30)
         for pid in processes_of(sb.uid):
-            os.kill(pid, signal.SIGKILL)
+            # A process listed a moment ago may already be gone: killing its
+            # parent first takes it along.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         result = await running
         assert result.status == "sandbox_error"
         assert (

@@ -541,7 +541,7 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     module = _build_module(msg["module"], [(n, tuple(p)) for n, p in msg["tools"]], channel)
     sys.modules[msg["module"]] = module
     _apply_limits(msg["limits"])
-    outcome = _run_script(msg["script"], module.ToolError)
+    outcome = _run_script(msg["script"], module, [n for n, _ in msg["tools"]])
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -550,16 +550,21 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     os._exit(0)
 
 
-def _run_script(source: str, tool_error: type[BaseException]) -> dict[str, object]:
+def _run_script(source: str, module: types.ModuleType, tools: list[str]) -> dict[str, object]:
+    tool_error: type[BaseException] = module.ToolError
     linecache.cache[_SCRIPT_FILENAME] = (
         len(source),
         None,
         source.splitlines(True),
         _SCRIPT_FILENAME,
     )
+    # Models trained on other agents' prompts call tools as bare names, so each tool is
+    # a global too; a builtin of the same name keeps its meaning, and a name the script
+    # binds itself is the script's from then on.
+    globals_ = {name: getattr(module, name) for name in tools if not hasattr(builtins, name)}
     try:
         code = compile(
-            source,
+            _awaitable_tool_calls(source, module.__name__, set(tools), set(globals_)),
             _SCRIPT_FILENAME,
             "exec",
             flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
@@ -570,6 +575,7 @@ def _run_script(source: str, tool_error: type[BaseException]) -> dict[str, objec
     except (ValueError, MemoryError, RecursionError) as exc:
         return {"ok": False, "kind": "syntax", "error": f"{type(exc).__name__}: {exc}"}
     namespace: dict[str, Any] = {
+        **globals_,
         "__name__": "__main__",
         "__builtins__": builtins,
         "__file__": _SCRIPT_FILENAME,
@@ -594,6 +600,87 @@ def _run_script(source: str, tool_error: type[BaseException]) -> dict[str, objec
         kind = "tool" if isinstance(exc, tool_error) else "exception"
         return {"ok": False, "kind": kind, "error": _format_exception(exc)}
     return {"ok": True}
+
+
+# Calls whose coroutine asyncio itself schedules: ``asyncio.gather(*[f(x) for x in xs])``.
+_SCHEDULERS = frozenset({"gather", "create_task", "ensure_future", "wait", "as_completed"})
+
+
+def _awaitable_tool_calls(
+    source: str, module_name: str, names: set[str], globals_: set[str]
+) -> str | ast.Module:
+    """Let a script await its tool calls, as scripts written for async tool APIs do.
+
+    A proxy answers synchronously, so ``await get_weather(city=c)`` would await a plain
+    value. A tool call that is awaited, or handed to ``asyncio.gather`` and its kin, is
+    rewritten to the proxy's ``.aio`` coroutine. Any other call is left as written, and
+    so is a name the script binds to something other than a tool.
+    """
+    if "await" not in source and not any(name in source for name in _SCHEDULERS):
+        return source
+    tree = ast.parse(source, _SCRIPT_FILENAME)
+    tools = set(globals_)
+    modules: set[str] = set()
+    rebound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == module_name and node.level == 0:
+            tools.update(a.asname or a.name for a in node.names if a.name in names)
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name == module_name)
+            rebound.update(a.asname or a.name for a in node.names if a.name != module_name)
+        elif isinstance(node, ast.ImportFrom):
+            rebound.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            rebound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            rebound.add(node.name)
+        elif isinstance(node, ast.arg):
+            rebound.add(node.arg)
+    tools -= rebound
+
+    def is_tool_call(node: ast.expr) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id in tools
+        return (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in modules
+            and func.attr in names
+        )
+
+    def scheduled(node: ast.Call) -> list[ast.expr]:
+        """The expressions whose values a scheduler call turns into tasks."""
+        found: list[ast.expr] = []
+        for arg in node.args:
+            inner = arg.value if isinstance(arg, ast.Starred) else arg
+            if isinstance(inner, ast.List | ast.Tuple | ast.Set):
+                found.extend(inner.elts)
+            elif isinstance(inner, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+                found.append(inner.elt)
+            else:
+                found.append(inner)
+        return found
+
+    targets: list[ast.Call] = []
+    for node in ast.walk(tree):
+        candidates: list[ast.expr] = []
+        if isinstance(node, ast.Await):
+            candidates.append(node.value)
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if isinstance(node.func, ast.Name):
+                name = node.func.id
+            if name in _SCHEDULERS:
+                candidates.extend(scheduled(node))
+        targets.extend(c for c in candidates if isinstance(c, ast.Call) and is_tool_call(c))
+    if not targets:
+        return source
+    for call in targets:
+        call.func = ast.copy_location(ast.Attribute(call.func, "aio", ast.Load()), call.func)
+    return ast.fix_missing_locations(tree)
 
 
 def _format_syntax_error(exc: SyntaxError) -> str:
