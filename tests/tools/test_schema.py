@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
+import json
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
 from tools.sample_tools import TOOLS, Address, Window
-from tooluse import Tool, Toolbox, ToolDefinitionError, tool
+from tooluse import Agent, Tool, Toolbox, ToolDefinitionError, tool
+from tooluse.models import ScriptedModel
+from tooluse.tools import ArgumentChecker, ArgumentsError, lean_schema
 
 
 def test_name_description_and_google_style_parameters() -> None:
@@ -233,3 +237,73 @@ def test_partial_of_leading_arguments() -> None:
 def test_partial_without_a_name_is_a_definition_error() -> None:
     with pytest.raises(ToolDefinitionError, match="pass name="):
         tool(functools.partial(_convert, rates={}))
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    LARGE = 3
+
+
+class Paint(BaseModel):
+    color: Color
+    size: Size = Size.SMALL
+
+
+received: list[tuple[Color, Paint, list[Size] | None]] = []
+
+
+@tool
+def paint(color: Color, paint: Paint, sizes: list[Size] | None = None) -> str:
+    """Paint something."""
+    received.append((color, paint, sizes))
+    return f"{color.name} {paint.color.name} {paint.size.name}"
+
+
+def test_enum_parameters_are_described_by_their_values() -> None:
+    props = lean_schema(paint.parameters)["properties"]
+    assert props["color"] == {"enum": ["red", "green"], "type": "string"}
+    assert props["paint"]["properties"]["color"] == {"enum": ["red", "green"], "type": "string"}
+    assert props["paint"]["properties"]["size"] == {"enum": [1, 3], "type": "integer", "default": 1}
+    assert props["sizes"] == {"items": {"enum": [1, 3], "type": "integer"}, "type": "array"}
+
+
+def test_enum_values_are_checked_and_arrive_as_members() -> None:
+    checker = ArgumentChecker(paint.parameters)
+    with pytest.raises(ArgumentsError, match='must be one of "red", "green"; got "RED"'):
+        checker.check({"color": "RED", "paint": {"color": "green"}})
+    with pytest.raises(ArgumentsError, match=r"argument 'paint\.size' must be one of 1, 3; got 2"):
+        checker.check({"color": "red", "paint": {"color": "green", "size": 2}})
+    arguments, _ = checker.check({"color": "red", "paint": {"color": "green"}, "sizes": [3]})
+    kwargs = paint.convert_arguments(arguments)
+    assert kwargs["color"] is Color.RED
+    assert kwargs["paint"].color is Color.GREEN and kwargs["paint"].size is Size.SMALL
+    assert kwargs["sizes"] == [Size.LARGE] and kwargs["sizes"][0] is Size.LARGE
+
+
+def test_a_model_sends_enum_values_and_the_tool_gets_members() -> None:
+    received.clear()
+    arguments = {"color": "green", "paint": {"color": "red", "size": 3}}
+    model = ScriptedModel(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "paint", "arguments": json.dumps(arguments)},
+                    }
+                ]
+            },
+            {"content": "painted"},
+        ]
+    )
+    result = Agent(model, [paint]).run("paint it")
+    assert result.status == "completed"
+    assert result.calls[0].result == "GREEN RED LARGE"
+    assert received == [(Color.GREEN, Paint(color=Color.RED, size=Size.LARGE), None)]
+    assert result.calls[0].arguments == arguments  # the record keeps what the model sent
