@@ -17,6 +17,7 @@ __all__ = [
     "lean_schema",
     "render_stub_module",
     "strict_schema",
+    "stub_signature",
     "stub_signatures",
     "to_anthropic",
     "to_openai",
@@ -138,18 +139,24 @@ class StubSignature:
     params: tuple[tuple[str, str], ...]
 
 
+# Names the script-side tools module defines itself (`tools.parallel`, `tools.ToolError`).
+_MODULE_NAMES = frozenset({"ToolError", "parallel"})
+
+
+def stub_signature(t: Tool) -> StubSignature:
+    function = python_identifier(t.name)
+    if function in _MODULE_NAMES:
+        function += "_"
+    props = t.parameters.get("properties", {})
+    return StubSignature(
+        tool=t.name,
+        function=function,
+        params=tuple((python_identifier(p), p) for p in _ordered(t, props)),
+    )
+
+
 def stub_signatures(tools: Sequence[Tool]) -> list[StubSignature]:
-    out = []
-    for t in tools:
-        props = t.parameters.get("properties", {})
-        out.append(
-            StubSignature(
-                tool=t.name,
-                function=python_identifier(t.name),
-                params=tuple((python_identifier(p), p) for p in _ordered(t, props)),
-            )
-        )
-    return out
+    return [stub_signature(t) for t in tools]
 
 
 def _ordered(t: Tool, props: Mapping[str, Any]) -> list[str]:
