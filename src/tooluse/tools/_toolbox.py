@@ -26,7 +26,8 @@ class Toolbox:
     Names must stay unique where they are written as Python (the stub module,
     scripts): ``files.read`` and ``files-read`` are both ``files_read`` there,
     so a toolbox refuses the second, as it refuses a parameter name that
-    repeats that way.
+    repeats that way. A tool named like a helper of the scripts' tools module
+    (``parallel``, ``ToolError``) is written there with a trailing underscore.
 
     Plain functions are accepted and turned into tools as `@tool` would.
     """

@@ -28,7 +28,7 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _SNIPPET = 30
 # No tool's arguments need more; deeper values would exhaust Python's recursion
 # limit somewhere between here and the trace, ending the whole run.
-MAX_DEPTH = 64
+_MAX_DEPTH = 64
 
 
 class ArgumentsError(ValueError):
@@ -148,7 +148,7 @@ def _loads(text: str, max_depth: int) -> Any:
 
 
 def parse_arguments(
-    text: str, *, max_bytes: int = 1_000_000, max_depth: int = MAX_DEPTH
+    text: str, *, max_bytes: int = 1_000_000, max_depth: int = _MAX_DEPTH
 ) -> ParsedArguments:
     """Parse argument text into a JSON object, or raise `ArgumentsError`.
 
