@@ -123,6 +123,10 @@ class Agent:
         self.isolation: IsolationMode = isolation
         self.script_timeout = script_timeout
         self.context = context
+        if context is not None and context.agent_tools:
+            # The context tools join these in every run: refuse a name clash now.
+            with ContextStore() as scratch:
+                self.tools.merged(Toolbox(ContextWindow(context, scratch, len).tools()))
         self._store: ContextStore | None = None
 
     def sandbox(self) -> Sandbox:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
+from examples.seed_tools import toolbox as seed_tools
 from tools.sample_tools import TOOLS
+from tooluse import Agent
+from tooluse.models import ScriptedModel
 from tooluse.tools import ArgumentChecker, ArgumentsError, parse_arguments
 
 
@@ -120,3 +124,94 @@ def test_null_for_optional_parameter_means_default() -> None:
 def test_null_for_required_parameter_is_an_error() -> None:
     with pytest.raises(ArgumentsError, match="argument 'location' must be string, got null"):
         checker("get_current_weather").check({"location": None})
+
+
+def test_duplicate_keys_are_refused_with_the_key_named() -> None:
+    with pytest.raises(ArgumentsError, match="'location' appears twice"):
+        parse_arguments('{"location": "Paris", "location": "Rome"}')
+    with pytest.raises(ArgumentsError, match="'city' appears twice"):
+        parse_arguments('{"address": {"city": "a", "city": "b"}}')
+    # Repeated keys in different objects are not duplicates.
+    parsed = parse_arguments('{"a": {"k": 1}, "b": {"k": 2}}')
+    assert parsed.value == {"a": {"k": 1}, "b": {"k": 2}}
+
+
+def test_duplicate_keys_after_a_repair_are_refused_too() -> None:
+    with pytest.raises(ArgumentsError, match="'a' appears twice"):
+        parse_arguments('{"a": 1, "a": 2,}')
+    with pytest.raises(ArgumentsError, match="'a' appears twice"):
+        parse_arguments(json.dumps('{"a": 1, "a": 2}'))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 1000 + "]" * 1000,
+        '{"a": ' + "[" * 1000 + "]" * 1000 + "}",
+        '{"a": ' + "[" * 200 + "]" * 200 + "}",
+        json.dumps('{"a": ' + "[" * 1000 + "]" * 1000 + "}"),
+    ],
+    ids=["bare-array", "object-1000", "object-200", "wrapped-in-string"],
+)
+def test_deeply_nested_arguments_are_refused_with_a_message(text: str) -> None:
+    with pytest.raises(ArgumentsError, match="nested more than 64 levels deep"):
+        parse_arguments(text)
+
+
+def test_nesting_within_the_limit_is_read() -> None:
+    text = '{"a": ' + "[" * 63 + "]" * 63 + "}"
+    value: object = parse_arguments(text).value
+    depth = 0
+    while isinstance(value, dict | list) and value:
+        value = value["a"] if isinstance(value, dict) else value[0]
+        depth += 1
+    assert depth == 63  # the object, then 62 non-empty arrays around the empty one
+
+
+def test_brackets_inside_strings_are_not_nesting() -> None:
+    text = json.dumps({"code": "[" * 500 + "{" * 500})
+    assert parse_arguments(text).value == {"code": "[" * 500 + "{" * 500}
+
+
+def test_integers_beyond_the_digit_limit_are_refused_with_a_message() -> None:
+    limit = sys.get_int_max_str_digits()
+    with pytest.raises(ArgumentsError, match=f"more than {limit:,} digits"):
+        parse_arguments('{"n": ' + "7" * (limit + 1) + "}")
+
+
+def test_bad_calls_in_a_turn_are_rejected_and_the_others_run() -> None:
+    deep = '{"expression": ' + "[" * 1000 + "]" * 1000 + "}"
+    long_number = '{"expression": ' + "9" * (sys.get_int_max_str_digits() + 10) + "}"
+    duplicated = '{"country": "France", "country": "Japan"}'
+    model = ScriptedModel(
+        [
+            {
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, (n, a) in enumerate(
+                        [
+                            ("calculator", deep),
+                            ("lookup_capital", '{"country": "Japan"}'),
+                            ("calculator", long_number),
+                            ("lookup_capital", duplicated),
+                            ("calculator", '{"expression": "6 * 7"}'),
+                        ]
+                    )
+                ]
+            },
+            {"content": "done"},
+        ]
+    )
+    result = Agent(model, seed_tools).run("task")
+    assert result.status == "completed" and result.answer == "done"
+    assert [(c.name, c.result) for c in result.calls] == [
+        ("lookup_capital", "Tokyo"),
+        ("calculator", 42.0),
+    ]
+    errors = {r.id: r.error for r in result.rejected}
+    assert "nested more than 64 levels deep" in errors["c0"]
+    assert "digits" in errors["c2"]
+    assert "'country' appears twice" in errors["c3"]
+    # The model is told about each refusal in the next request.
+    shown = {m.tool_call_id: m.content for m in model.requests[1].messages if m.role == "tool"}
+    assert all(shown[call_id] == f"Error: {error}" for call_id, error in errors.items())

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import logging
 from dataclasses import dataclass, field
 
 import griffe
 
 __all__ = ["ParsedDocstring", "parse_docstring"]
-
-# griffe warns about parameters without type annotations in the docstring;
-# tooluse takes types from the signature, so those warnings are noise.
-logging.getLogger("griffe").setLevel(logging.ERROR)
 
 _SKIPPED_SECTIONS = {
     griffe.DocstringSectionKind.returns,
@@ -46,7 +41,9 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
     if not doc or not doc.strip():
         return ParsedDocstring()
     text = inspect.cleandoc(doc)
-    sections = griffe.Docstring(text, lineno=1).parse(_style(text))
+    # griffe would log a warning for every parameter documented without a type:
+    # tooluse takes types from the signature, so those warnings are noise.
+    sections = griffe.Docstring(text, lineno=1).parse(_style(text), warnings=False)
     prose: list[str] = []
     params: dict[str, str] = {}
     returns = ""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
 import keyword
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "lean_schema",
     "render_stub_module",
     "strict_schema",
+    "stub_signature",
     "stub_signatures",
     "to_anthropic",
     "to_openai",
@@ -137,18 +139,24 @@ class StubSignature:
     params: tuple[tuple[str, str], ...]
 
 
+# Names the script-side tools module defines itself (`tools.parallel`, `tools.ToolError`).
+_MODULE_NAMES = frozenset({"ToolError", "parallel"})
+
+
+def stub_signature(t: Tool) -> StubSignature:
+    function = python_identifier(t.name)
+    if function in _MODULE_NAMES:
+        function += "_"
+    props = t.parameters.get("properties", {})
+    return StubSignature(
+        tool=t.name,
+        function=function,
+        params=tuple((python_identifier(p), p) for p in _ordered(t, props)),
+    )
+
+
 def stub_signatures(tools: Sequence[Tool]) -> list[StubSignature]:
-    out = []
-    for t in tools:
-        props = t.parameters.get("properties", {})
-        out.append(
-            StubSignature(
-                tool=t.name,
-                function=python_identifier(t.name),
-                params=tuple((python_identifier(p), p) for p in _ordered(t, props)),
-            )
-        )
-    return out
+    return [stub_signature(t) for t in tools]
 
 
 def _ordered(t: Tool, props: Mapping[str, Any]) -> list[str]:
@@ -165,13 +173,58 @@ def _doc_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
 
+# Names a stub's own definitions must not take: what it imports and the builtins
+# its annotations use.
+_TAKEN = frozenset(
+    {"Any", "Literal", "NotRequired", "TypedDict", "bool", "dict", "float", "int", "list", "str"}
+)
+
+
 class _StubWriter:
-    def __init__(self) -> None:
-        self.classes: list[str] = []
-        self.class_names: set[str] = set()
-        self.building: set[str] = set()
+    """Annotations for schemas, and the type definitions they need, for one stub module.
+
+    A named type (a ``$defs`` entry) or an object is defined once per distinct
+    content: two tools sharing one ``Options`` model share its class, and a
+    different ``Options`` of another tool gets a name of its own (the tool's
+    name in front, as in ``SortOptions``).
+    """
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.definitions: list[str] = []
+        self.taken: set[str] = {*_TAKEN, *taken}
+        self.named: dict[str, str] = {}  # a definition's identity → its name in the stub
+        self.building: dict[str, str] = {}  # the same, for classes being written
+        self.expanding: set[str] = set()  # references being followed, against cycles
         self.defs: Mapping[str, Any] = {}
+        self.prefix = ""  # the current tool's name in CamelCase
         self.typing: set[str] = set()
+
+    def _identity(self, schema: Any, wanted: str) -> str:
+        """The wanted name with the content, including the definitions it refers to."""
+        used: dict[str, Any] = {}
+        pending = [schema]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, Mapping):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                    name = ref.removeprefix("#/$defs/")
+                    if name not in used and name in self.defs:
+                        used[name] = self.defs[name]
+                        pending.append(self.defs[name])
+                pending.extend(node.values())
+            elif isinstance(node, list):
+                pending.extend(node)
+        return json.dumps([wanted, schema, used], sort_keys=True, default=repr)
+
+    def _fresh(self, wanted: str) -> str:
+        candidates = [wanted]
+        if not wanted.startswith(self.prefix):
+            candidates.append(self.prefix + wanted)
+        candidates.extend(f"{wanted}{n}" for n in range(2, len(self.taken) + 3))
+        name = next(c for c in candidates if c not in self.taken)
+        self.taken.add(name)
+        return name
 
     def annotation(self, schema: Any, hint: str) -> str:
         if not isinstance(schema, Mapping) or not schema:
@@ -179,19 +232,11 @@ class _StubWriter:
             return "Any"
         ref = schema.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref.removeprefix("#/$defs/")
-            target = self.defs.get(name)
-            if target is None:
-                self.typing.add("Any")
-                return "Any"
-            return self.object_class(target, _camel(name))
+            return self.reference(ref.removeprefix("#/$defs/"))
         if "enum" in schema:
-            self.typing.add("Literal")
-            values = ", ".join(repr(v) for v in schema["enum"])
-            return f"Literal[{values}]"
+            return self.literal(schema["enum"])
         if "const" in schema:
-            self.typing.add("Literal")
-            return f"Literal[{schema['const']!r}]"
+            return self.literal([schema["const"]])
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 parts = [self.annotation(v, hint) for v in schema[key]]
@@ -221,15 +266,41 @@ class _StubWriter:
         self.typing.add("Any")
         return "Any"
 
-    def object_class(self, schema: Mapping[str, Any], name: str) -> str:
+    def literal(self, values: Iterable[Any]) -> str:
+        self.typing.add("Literal")
+        return f"Literal[{', '.join(repr(v) for v in values)}]"
+
+    def reference(self, name: str) -> str:
+        """A named type: a class for an object, an alias for an enum, else the type inline."""
+        target = self.defs.get(name)
+        identity = self._identity(target, _camel(name))
+        if not isinstance(target, Mapping) or identity in self.expanding:
+            self.typing.add("Any")
+            return "Any"
+        if target.get("type") == "object" or "properties" in target:
+            return self.object_class(target, _camel(name))
+        if "enum" in target:
+            # An Enum parameter: the model sends one of its values.
+            if identity not in self.named:
+                alias = self._fresh(_camel(name))
+                self.definitions.append(f"{alias} = {self.literal(target['enum'])}")
+                self.named[identity] = alias
+            return self.named[identity]
+        self.expanding.add(identity)
+        try:
+            return self.annotation(target, _camel(name))
+        finally:
+            self.expanding.discard(identity)
+
+    def object_class(self, schema: Mapping[str, Any], hint: str) -> str:
+        identity = self._identity(schema, hint)
         # Classes are written above the functions, so only a class that refers
         # to itself (still being built) needs a quoted forward reference.
-        if name in self.building:
-            return f'"{name}"'
-        if name in self.class_names:
-            return name
-        self.class_names.add(name)
-        self.building.add(name)
+        if identity in self.building:
+            return f'"{self.building[identity]}"'
+        if identity in self.named:
+            return self.named[identity]
+        name = self.building[identity] = self._fresh(hint)
         self.typing.add("TypedDict")
         props: Mapping[str, Any] = schema.get("properties", {})
         required = set(schema.get("required", ()))
@@ -256,8 +327,9 @@ class _StubWriter:
         else:
             body = ", ".join(f"{k!r}: {a}" for k, a, _ in fields)
             lines.append(f"{name} = TypedDict({name!r}, {{{body}}})")
-        self.classes.append("\n".join(lines))
-        self.building.discard(name)
+        self.definitions.append("\n".join(lines))
+        del self.building[identity]
+        self.named[identity] = name
         return name
 
 
@@ -292,16 +364,17 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
     """Python source declaring each tool as an annotated function with a docstring.
 
     The module is valid Python: annotations are real types (nested objects
-    become TypedDicts), defaults are the schema's, and parameters the schema
-    requires after optional ones become keyword-only.
+    become TypedDicts, enums Literals), defaults are the schema's, and
+    parameters the schema requires after optional ones become keyword-only.
     """
-    writer = _StubWriter()
+    signatures = stub_signatures(tools)
+    writer = _StubWriter(taken=(s.function for s in signatures))
     functions: list[str] = []
-    for t, signature in zip(tools, stub_signatures(tools), strict=True):
+    for t, signature in zip(tools, signatures, strict=True):
         writer.defs = t.parameters.get("$defs", {})
         props: Mapping[str, Any] = t.parameters.get("properties", {})
         required = set(t.required)
-        base = _camel(t.name)
+        base = writer.prefix = _camel(t.name)
         params: list[str] = []
         seen_optional = star = False
         doc_args: list[str] = []
@@ -358,6 +431,6 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
     parts = [header.strip() + "\n"] if header else []
     if imports:
         parts.append(imports)
-    parts.extend(writer.classes)
+    parts.extend(writer.definitions)
     parts.extend(functions)
     return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"

@@ -8,8 +8,9 @@ token of a schema is paid on every request.
 
 from __future__ import annotations
 
+import functools
 import inspect
-import sys
+import re
 import types
 import typing
 import warnings
@@ -23,7 +24,13 @@ from pydantic.fields import FieldInfo
 from .._exceptions import ToolDefinitionError
 from ._docstrings import ParsedDocstring, parse_docstring
 
-__all__ = ["FunctionSchema", "clean_schema", "function_schema", "inline_refs"]
+__all__ = [
+    "FunctionSchema",
+    "clean_schema",
+    "described_function",
+    "function_schema",
+    "inline_refs",
+]
 
 JsonSchema = dict[str, Any]
 
@@ -63,47 +70,73 @@ def _first_line_ok(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
 
 
-def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        return get_type_hints(fn, include_extras=True)
-    except NameError:
-        pass
-    # With postponed annotations, a tool defined inside a function may name
-    # classes local to that function. They are visible in the frames of
-    # whoever is building the tool right now, so look there.
-    localns: dict[str, Any] = {}
-    frame = sys._getframe(1)
-    depth = 0
-    while frame is not None and depth < 12:
-        for key, value in frame.f_locals.items():
-            localns.setdefault(key, value)
-        frame = frame.f_back  # type: ignore[assignment]
-        depth += 1
-    return get_type_hints(fn, localns=localns, include_extras=True)
+def described_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function whose annotations and docstring describe `fn` (a partial's own)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
 
 
-def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) -> FunctionSchema:
-    """Build the parameter schema, the return schema and an argument validator."""
-    doc = doc or parse_docstring(inspect.getdoc(fn))
+def _unresolved(fn: Callable[..., Any], missing: str) -> str:
+    """Where the name `missing` is used in the annotations of `fn`, in words."""
+    if missing:
+        used = re.compile(rf"\b{re.escape(missing)}\b")
+        # Postponed annotations are strings: the first that mentions the name is the one.
+        for key, raw in getattr(fn, "__annotations__", {}).items():
+            if isinstance(raw, str) and used.search(raw):
+                if key == "return":
+                    return f" in the return annotation {raw!r}"
+                return f" in the annotation {raw!r} of parameter '{key}'"
+    return ""
+
+
+def _type_hints(fn: Callable[..., Any], localns: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The annotations of `fn`, resolved in its module's globals and then `localns`."""
     try:
-        hints = _type_hints(fn)
-    except Exception as exc:  # NameError for unresolved forward references, mostly
+        return get_type_hints(fn, localns=dict(localns or {}), include_extras=True)
+    except NameError as exc:
+        missing = exc.name or ""
+        raise ToolDefinitionError(
+            f"{_first_line_ok(fn)}: cannot resolve {missing!r}{_unresolved(fn, missing)}; "
+            f"annotations are looked up in module {getattr(fn, '__module__', '?')!r}. "
+            "Define the type at module level, or pass localns=locals() to @tool in the "
+            "function that defines it"
+        ) from exc
+    except Exception as exc:  # an annotation that is not a type, say
         raise ToolDefinitionError(
             f"cannot resolve the type hints of {_first_line_ok(fn)}: {exc}"
         ) from exc
+
+
+def function_schema(
+    fn: Callable[..., Any],
+    doc: ParsedDocstring | None = None,
+    *,
+    localns: Mapping[str, Any] | None = None,
+) -> FunctionSchema:
+    """Build the parameter schema, the return schema and an argument validator.
+
+    For a `functools.partial`, the arguments it binds are not shown to the model.
+    """
+    described = described_function(fn)
+    doc = doc or parse_docstring(inspect.getdoc(described))
+    hints = _type_hints(described, localns)
     signature = inspect.signature(fn)
+    bound = fn.keywords if isinstance(fn, functools.partial) else {}
     fields: dict[str, Any] = {}
     positional: list[str] = []
     scalars: dict[str, type] | None = {}
     for name, param in signature.parameters.items():
+        if name in bound:
+            continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ToolDefinitionError(
-                f"{_first_line_ok(fn)}: *{name} cannot be described to a model; "
+                f"{_first_line_ok(described)}: *{name} cannot be described to a model; "
                 "use named parameters"
             )
         if name not in hints:
             raise ToolDefinitionError(
-                f"{_first_line_ok(fn)}: parameter '{name}' has no type annotation; "
+                f"{_first_line_ok(described)}: parameter '{name}' has no type annotation; "
                 "the model needs its type"
             )
         annotation = hints[name]
@@ -131,14 +164,15 @@ def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) 
             positional.append(name)
     try:
         model = pydantic.create_model(
-            f"{getattr(fn, '__name__', 'tool')}_arguments",
+            f"{getattr(described, '__name__', 'tool')}_arguments",
             __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **fields,
         )
         parameters = clean_schema(model.model_json_schema())
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as exc:
         raise ToolDefinitionError(
-            f"{_first_line_ok(fn)}: a parameter type cannot be expressed as JSON Schema: {exc}"
+            f"{_first_line_ok(described)}: a parameter type cannot be expressed as "
+            f"JSON Schema: {exc}"
         ) from exc
     parameters.pop("additionalProperties", None)
     returns: JsonSchema | None = None
@@ -149,7 +183,7 @@ def function_schema(fn: Callable[..., Any], doc: ParsedDocstring | None = None) 
         except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as exc:
             # An opaque return type still makes a usable tool; say what is lost.
             warnings.warn(
-                f"{_first_line_ok(fn)}: the return type cannot be described as JSON Schema "
+                f"{_first_line_ok(described)}: the return type cannot be described as JSON Schema "
                 f"and is shown as Any: {exc}",
                 stacklevel=3,
             )

@@ -15,7 +15,7 @@ import pydantic
 
 from .._exceptions import ToolDefinitionError
 from ._docstrings import parse_docstring
-from ._schema import JsonSchema, clean_schema, function_schema
+from ._schema import JsonSchema, clean_schema, described_function, function_schema
 
 __all__ = ["Tool", "tool"]
 
@@ -114,13 +114,16 @@ class Tool:
         description: str | None = None,
         timeout: float | None = None,
         side_effects: bool = False,
+        localns: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Build a tool from a typed function (what `@tool` does)."""
-        doc = parse_docstring(inspect.getdoc(fn))
-        schema = function_schema(fn, doc)
+        doc = parse_docstring(inspect.getdoc(described_function(fn)))
+        schema = function_schema(fn, doc, localns=localns)
         tool_name = name or getattr(fn, "__name__", "")
         if not tool_name or tool_name == "<lambda>":
-            raise ToolDefinitionError("a tool needs a name: pass name=... for lambdas")
+            raise ToolDefinitionError(
+                f"a tool needs a name: pass name=... for lambdas and partials ({fn!r})"
+            )
         return cls(
             name=tool_name,
             description=description if description is not None else schema.description,
@@ -181,6 +184,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     side_effects: bool = False,
+    localns: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -192,6 +196,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     side_effects: bool = False,
+    localns: Mapping[str, Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
 
@@ -199,19 +204,36 @@ def tool(
     the parameters come from the signature with descriptions from the
     docstring's Args / Parameters / :param: entries.
 
+    Annotations are resolved in the function's module. Under
+    ``from __future__ import annotations`` a type defined inside a function
+    is not found there: define it at module level, or pass
+    ``localns=locals()`` from the function that defines it.
+
+    A `functools.partial` works too, given a ``name``: the arguments it binds
+    are hidden from the model, and the description comes from the wrapped
+    function's docstring.
+
     Args:
         name: override the tool name.
         description: override the description.
         timeout: seconds after which a call is abandoned with an error.
         side_effects: the tool changes something outside the run; a retried
             script will not run an identical successful call twice.
+        localns: names to resolve annotations with after the module's own.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         built = Tool.from_function(
-            f, name=name, description=description, timeout=timeout, side_effects=side_effects
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            side_effects=side_effects,
+            localns=localns,
         )
         functools.update_wrapper(built, f, updated=())
+        # A partial's own __doc__ describes functools.partial, not the tool.
+        built.__doc__ = described_function(f).__doc__
         return built
 
     if fn is not None:

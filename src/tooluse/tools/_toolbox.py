@@ -10,6 +10,7 @@ from .._exceptions import ToolDefinitionError
 from ._render import (
     StubSignature,
     render_stub_module,
+    stub_signature,
     stub_signatures,
     to_anthropic,
     to_openai,
@@ -22,11 +23,18 @@ __all__ = ["Toolbox"]
 class Toolbox:
     """An ordered set of tools with unique names.
 
+    Names must stay unique where they are written as Python (the stub module,
+    scripts): ``files.read`` and ``files-read`` are both ``files_read`` there,
+    so a toolbox refuses the second, as it refuses a parameter name that
+    repeats that way. A tool named like a helper of the scripts' tools module
+    (``parallel``, ``ToolError``) is written there with a trailing underscore.
+
     Plain functions are accepted and turned into tools as `@tool` would.
     """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._functions: dict[str, str] = {}  # stub function name → tool name
         for item in tools:
             self.add(item)
 
@@ -34,7 +42,23 @@ class Toolbox:
         built = item if isinstance(item, Tool) else Tool.from_function(item)
         if built.name in self._tools:
             raise ToolDefinitionError(f"two tools are named {built.name!r}")
+        signature = stub_signature(built)
+        other = self._functions.get(signature.function)
+        if other is not None:
+            raise ToolDefinitionError(
+                f"tools {other!r} and {built.name!r} would both be {signature.function}() "
+                "in Python (scripts, stubs); rename one"
+            )
+        params: dict[str, str] = {}
+        for python_name, name in signature.params:
+            if python_name in params:
+                raise ToolDefinitionError(
+                    f"tool {built.name!r}: parameters {params[python_name]!r} and {name!r} "
+                    f"would both be {python_name} in Python (scripts, stubs); rename one"
+                )
+            params[python_name] = name
         self._tools[built.name] = built
+        self._functions[signature.function] = built.name
         return built
 
     def __iter__(self) -> Iterator[Tool]:

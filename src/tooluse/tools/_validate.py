@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ __all__ = ["ArgumentChecker", "ArgumentsError", "ParsedArguments", "parse_argume
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _SNIPPET = 30
+# No tool's arguments need more; deeper values would exhaust Python's recursion
+# limit somewhere between here and the trace, ending the whole run.
+_MAX_DEPTH = 64
 
 
 class ArgumentsError(ValueError):
@@ -95,12 +99,64 @@ def _type_name(value: object) -> str:
     return "object"
 
 
-def parse_arguments(text: str, *, max_bytes: int = 1_000_000) -> ParsedArguments:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                # Which of the two the model meant is a guess; JSON parsers disagree on it.
+                raise ArgumentsError(f"key {key!r} appears twice in one object; send it once")
+            seen.add(key)
+    return value
+
+
+# One decoder: json.loads builds a new one per call when given a hook.
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _loads(text: str, max_depth: int) -> Any:
+    """`json.loads`, with duplicate keys, depth and Python's own limits as `ArgumentsError`."""
+    too_deep = f"arguments are nested more than {max_depth} levels deep; send a flatter value"
+    try:
+        value = _DECODER.decode(text)
+    except (ArgumentsError, json.JSONDecodeError):
+        raise
+    except RecursionError:
+        raise ArgumentsError(too_deep) from None
+    except ValueError:
+        # int() refuses integers longer than sys.get_int_max_str_digits().
+        raise ArgumentsError(
+            f"an integer in the arguments has more than {sys.get_int_max_str_digits():,} "
+            "digits; send very long numbers as strings"
+        ) from None
+    # Counting brackets is quick and bounds the depth, so most values are never walked.
+    if text.count("[") + text.count("{") > max_depth and _too_deep(value, max_depth):
+        raise ArgumentsError(too_deep)
+    return value
+
+
+def parse_arguments(
+    text: str, *, max_bytes: int = 1_000_000, max_depth: int = _MAX_DEPTH
+) -> ParsedArguments:
     """Parse argument text into a JSON object, or raise `ArgumentsError`.
 
     Unambiguous repairs are applied and named: empty text (read as ``{}``),
     a Markdown code fence around the JSON, trailing commas, and a JSON object
-    wrapped in a JSON string. Anything else is an error that says where.
+    wrapped in a JSON string. Anything else is an error that says where, and
+    so are a key repeated within one object, values nested more than
+    `max_depth` deep and integers too long for Python to read.
     """
     size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > max_bytes else len(text)
     if size > max_bytes:
@@ -116,19 +172,19 @@ def parse_arguments(text: str, *, max_bytes: int = 1_000_000) -> ParsedArguments
         text = fenced.group(1)
         repairs.append("removed a Markdown code fence around the arguments")
     try:
-        value: Any = json.loads(text)
+        value: Any = _loads(text, max_depth)
     except json.JSONDecodeError as exc:
         fixed = _without_trailing_commas(text)
         if fixed is None:
             raise ArgumentsError(_describe_json_error(text, exc)) from None
         try:
-            value = json.loads(fixed)
+            value = _loads(fixed, max_depth)
         except json.JSONDecodeError:
             raise ArgumentsError(_describe_json_error(text, exc)) from None
         repairs.append("removed trailing commas")
     if isinstance(value, str):
         try:
-            inner = json.loads(value)
+            inner = _loads(value, max_depth)
         except json.JSONDecodeError:
             inner = None
         if isinstance(inner, dict):
