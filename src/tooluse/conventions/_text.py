@@ -40,6 +40,7 @@ from ..tools import Tool, Toolbox, lean_schema
 from ..tools._render import _constraints
 from ..tools._tool import python_identifier
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
+from ._scan import PYTHON, closing_bracket
 
 __all__ = ["CallSyntaxError", "TextConvention", "describe_tools", "parse_python_calls"]
 
@@ -448,40 +449,6 @@ def parse_python_calls(
     return _parse_segment(_Segment(_Text(text), start, end), parameters)
 
 
-def _closing(text: str, start: int) -> int | None:
-    """The index just past the bracket matching the one at `start`, or None.
-
-    Knows Python's string literals, so brackets inside strings do not count.
-    """
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    expected: list[str] = []
-    i = start
-    while i < len(text):
-        char = text[i]
-        if char in "'\"":
-            quote = text[i : i + 3] if text[i : i + 3] in ("'''", '"""') else char
-            j = i + len(quote)
-            while j < len(text) and not text.startswith(quote, j):
-                if text[j] == "\\":
-                    j += 1
-                elif text[j] == "\n" and len(quote) == 1:
-                    return None
-                j += 1
-            if j >= len(text):
-                return None
-            i = j + len(quote)
-            continue
-        if char in pairs:
-            expected.append(pairs[char])
-        elif char in ")]}":
-            if not expected or expected.pop() != char:
-                return None
-            if not expected:
-                return i + 1
-        i += 1
-    return None
-
-
 # Where calls begin: a bracket at the start of a line (after spaces or
 # backticks) followed by a name and a parenthesis; or a lone call at the
 # start of a line, when it names a tool (prose rarely starts a line with
@@ -506,13 +473,13 @@ def _python_segments(text: str, names: set[str]) -> Iterator[tuple[int, int]]:
     """Spans of `text` holding call lists, or lone calls of known tools."""
     position = 0
     while (start := _next_start(text, position, names)) is not None:
-        end = _closing(text, start)
-        if end is None:
+        close = closing_bracket(text, start, PYTHON)
+        if close is None:
             # Unbalanced: hand the rest to the parser, which says where it broke.
             yield start, len(text)
             return
-        yield start, end
-        position = end
+        yield start, close + 1
+        position = close + 1
 
 
 # --- reading ReAct --------------------------------------------------------------------
