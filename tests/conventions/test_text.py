@@ -107,6 +107,38 @@ def test_listing_of_awkward_names_and_nested_objects() -> None:
     assert "      'name': Full name\n" in listing
 
 
+def test_listing_snapshot_of_awkward_schemas(snapshot: SnapshotAssertion) -> None:
+    def run(**kwargs: Any) -> Any:
+        return kwargs
+
+    loose = Tool.from_schema(
+        "store",
+        "Store anything.\nSecond line of the description.",
+        {
+            "type": "object",
+            "properties": {
+                "items": {"type": "array", "description": "Anything  at all", "maxItems": 3},
+                "blob": {"type": "object"},
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]},
+                "kind": {"const": "x"},
+                "either": {"type": ["string", "integer"], "pattern": "^[a-z]+$"},
+                "tree": {"$ref": "#/$defs/Node"},
+            },
+            "required": ["items"],
+            "$defs": {
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                    },
+                }
+            },
+        },
+        run,
+    )
+    assert describe_tools([*_bfcl_style_tools(), loose]) == snapshot
+
+
 # --- interpreting replies --------------------------------------------------------------
 
 
