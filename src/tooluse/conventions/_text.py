@@ -34,7 +34,7 @@ from .._exceptions import UsageError
 from .._messages import ToolCall
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
-from ..tools._render import _constraints
+from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
 from ..tools._tool import python_identifier
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
 from ._python_calls import (
@@ -95,59 +95,6 @@ def _call_name(name: str) -> str:
     return python_identifier(name)
 
 
-_SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
-
-
-def _annotation(schema: Any, depth: int = 0) -> str:
-    """A Python annotation for a JSON Schema, compact enough for a prompt."""
-    if not isinstance(schema, Mapping) or not schema or depth > 8:
-        return "Any"
-    if "enum" in schema:
-        return f"Literal[{', '.join(repr(v) for v in schema['enum'])}]"
-    if "const" in schema:
-        return f"Literal[{schema['const']!r}]"
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return " | ".join(dict.fromkeys(_annotation(v, depth + 1) for v in schema[key]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        variants = (_annotation({**schema, "type": k}, depth + 1) for k in kind)
-        return " | ".join(dict.fromkeys(variants))
-    if kind in _SIMPLE:
-        return _SIMPLE[kind]
-    if kind == "array":
-        if isinstance(schema.get("prefixItems"), list):
-            items = ", ".join(_annotation(v, depth + 1) for v in schema["prefixItems"])
-            return f"tuple[{items}]"
-        if "items" in schema:
-            return f"list[{_annotation(schema['items'], depth + 1)}]"
-        return "list"
-    if kind == "object" or "properties" in schema:
-        props = schema.get("properties")
-        if isinstance(props, Mapping) and props:
-            required = set(schema.get("required", ()))
-            fields = []
-            for key, prop in props.items():
-                annotation = _annotation(prop, depth + 1)
-                if key not in required:
-                    annotation = f"NotRequired[{annotation}]"
-                fields.append(f"{key!r}: {annotation}")
-            return "{" + ", ".join(fields) + "}"
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping) and extra:
-            return f"dict[str, {_annotation(extra, depth + 1)}]"
-        return "dict"
-    return "Any"
-
-
-def _doc(schema: Any) -> str:
-    if not isinstance(schema, Mapping):
-        return ""
-    text = " ".join(str(schema.get("description", "")).split())
-    hints = _constraints(schema)
-    return f"{text} ({hints})" if text and hints else text or hints
-
-
 @dataclass(frozen=True, slots=True)
 class _Signature:
     """A tool as the model writes it: call name, parameters (Python name → schema key)."""
@@ -163,44 +110,28 @@ class _Signature:
 def _signature(t: Tool) -> _Signature:
     schema = lean_schema(t.parameters)
     props: Mapping[str, Any] = schema.get("properties", {})
-    required = set(schema.get("required", ()))
-    order = [p for p in t.positional if p in props]
-    order += [p for p in props if p not in order]
-    params: list[tuple[str, str]] = []
-    parts: list[str] = []
-    docs: list[str] = []
-    positional: list[str] = []
-    seen_optional = keyword_only = False
-    for key in order:
-        py_name = python_identifier(key)
-        params.append((py_name, key))
-        prop = props[key]
-        annotation = _annotation(prop)
-        if key in required:
-            # Python allows no required parameter after an optional one unless
-            # it is keyword-only; the listing stays valid Python.
-            if seen_optional and not keyword_only:
-                parts.append("*")
-                keyword_only = True
-            parts.append(f"{py_name}: {annotation}")
-        else:
-            seen_optional = True
-            default = prop.get("default") if isinstance(prop, Mapping) else None
-            parts.append(f"{py_name}: {annotation} = {default!r}")
-        if not keyword_only:
-            positional.append(py_name)
-        doc = _doc(prop)
-        if doc:
-            docs.append(f"    {py_name}: {doc}")
-        nested = prop.get("properties") if isinstance(prop, Mapping) else None
-        if isinstance(nested, Mapping):
-            docs.extend(f"      {k!r}: {_doc(v)}" for k, v in nested.items() if _doc(v))
+    # Compact for a prompt: objects in place, and no "| None" on optional parameters.
+    params = write_parameters(t, schema, inline_annotation, none_in_type=False)
     name = _call_name(t.name)
-    lines = [f"{name}({', '.join(parts)})"]
+    lines = [f"{name}({parameter_list(params)})"]
     if t.description:
         lines.extend(f"    {line}" for line in t.description.strip().splitlines() if line.strip())
-    lines.extend(docs)
-    return _Signature(t.name, name, tuple(params), tuple(positional), "\n".join(lines))
+    for param in params:
+        if param.doc:
+            lines.append(f"    {param.name}: {param.doc}")
+        prop = props[param.key]
+        nested = prop.get("properties") if isinstance(prop, Mapping) else None
+        if isinstance(nested, Mapping):
+            lines.extend(
+                f"      {k!r}: {parameter_doc(v)}" for k, v in nested.items() if parameter_doc(v)
+            )
+    return _Signature(
+        t.name,
+        name,
+        tuple((p.name, p.key) for p in params),
+        tuple(p.name for p in params if not p.keyword_only),
+        "\n".join(lines),
+    )
 
 
 def describe_tools(tools: Toolbox | Sequence[Tool]) -> str:
