@@ -37,6 +37,7 @@ from ..tools import Tool, Toolbox, lean_schema
 from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
 from ..tools._tool import python_identifier
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
+from ._per_run import PerRun
 from ._python_calls import (
     CallSyntaxError,
     SourceText,
@@ -161,7 +162,8 @@ class TextConvention(Convention):
         if format not in ("python", "react"):
             raise UsageError(f"format must be 'python' or 'react', not {format!r}")
         self.format: TextFormat = format
-        self._signatures: dict[str, _Signature] = {}
+        # The run's tools by the name calls use; runs may share this convention.
+        self._signatures: PerRun[dict[str, _Signature]] = PerRun("the text convention")
         self._ids = itertools.count(1)
 
     def prompt(self, tools: Toolbox) -> str:
@@ -169,7 +171,7 @@ class TextConvention(Convention):
         return template.format(tools=describe_tools(tools))
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
-        self._signatures = {s.call_name: s for s in (_signature(t) for t in tools)}
+        self._signatures.set({s.call_name: s for s in (_signature(t) for t in tools)})
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
@@ -182,7 +184,8 @@ class TextConvention(Convention):
         text = response.content or ""
         if not text.strip():
             return Retry(EMPTY_REPLY)
-        parameters = {name: s.positional for name, s in self._signatures.items()}
+        signatures = self._signatures.get()
+        parameters = {name: s.positional for name, s in signatures.items()}
         try:
             if self.format == "react":
                 reading = read_react(text, parameters)
@@ -195,10 +198,10 @@ class TextConvention(Convention):
                         "Your reply has no Action and no Final Answer. Continue with "
                         f'{REACT_SYNTAX}, or finish with "Final Answer: ...".'
                     )
-                return Calls(self._tool_calls(reading.calls), notes=reading.notes)
+                return Calls(self._tool_calls(reading.calls, signatures), notes=reading.notes)
             whole = SourceText(text)
             parsed: list[tuple[str, dict[str, Any]]] = []
-            for start, end in call_spans(text, set(self._signatures)):
+            for start, end in call_spans(text, set(signatures)):
                 parsed.extend(parse_span(Span(whole, start, end), parameters))
         except CallSyntaxError as exc:
             syntax = PYTHON_SYNTAX if self.format == "python" else REACT_SYNTAX
@@ -208,12 +211,16 @@ class TextConvention(Convention):
             )
         if not parsed:
             return Answer(text.strip())
-        return Calls(self._tool_calls(parsed))
+        return Calls(self._tool_calls(parsed, signatures))
 
-    def _tool_calls(self, parsed: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
+    def _tool_calls(
+        self,
+        parsed: Sequence[tuple[str, dict[str, Any]]],
+        signatures: Mapping[str, _Signature],
+    ) -> list[ToolCall]:
         calls = []
         for name, written in parsed:
-            signature = self._signatures.get(name)
+            signature = signatures.get(name)
             tool_name, arguments = name, written
             if signature is not None:
                 # Back from what Python can write (`from_`) to the schema's keys.
