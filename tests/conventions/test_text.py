@@ -11,7 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from examples.seed_tools import toolbox as seed_tools
-from tooluse import Agent, Tool, Toolbox, ToolCall, UsageError
+from tooluse import Agent, Tool, Toolbox, ToolCall, UsageError, tool
 from tooluse._messages import openai_messages
 from tooluse._tokens import count_tokens
 from tooluse.conventions import (
@@ -217,6 +217,59 @@ def test_call_names_map_back_to_tool_names_and_keys() -> None:
 )
 def test_text_without_calls_is_the_answer(text: str) -> None:
     assert prepared().interpret(reply(text)) == Answer(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("[échō(s='x')]", "échō"),
+        ("Let me try.\n[échō(s='x'), lookup_capital(country='Peru')]", "échō"),
+        ("échō(s='x')", "échō"),
+        ("Let me try.\nLookup_Capitál(country='Peru')", "Lookup_Capitál"),
+        ("get_weather(city='Paris')", "get_weather"),
+        ("```python\nget_weather(city='Paris')\n```", "get_weather"),
+        ("`get_weather(city='Paris')`", "get_weather"),
+    ],
+)
+def test_text_that_is_clearly_a_call_to_an_unknown_tool_is_a_call(text: str, name: str) -> None:
+    action = prepared().interpret(reply(text))
+    assert isinstance(action, Calls), action
+    assert action.calls[0].name == name
+
+
+def test_a_react_action_of_an_unknown_tool_is_a_call() -> None:
+    action = prepared("react").interpret(reply('Thought: go.\nAction: échō[{"s": "x"}]'))
+    assert arguments(action) == [("échō", {"s": "x"})]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sqrt(2)",
+        "f(x) = 2x + 1",
+        "Résumé(s) attached.",
+        "Answer: max(a=1, b=2) is 2.",
+        "Café(s='x') is a call I would not make.",
+    ],
+)
+def test_prose_that_only_looks_like_a_call_stays_the_answer(text: str) -> None:
+    assert prepared().interpret(reply(text)) == Answer(text)
+
+
+def test_a_misspelt_tool_goes_back_with_did_you_mean() -> None:
+    @tool
+    def echo(s: str) -> str:
+        """Return s."""
+        return s
+
+    model = ScriptedModel(["[échō(s='x')]", "[echo(s='x')]", "x"])
+    result = Agent(model, [echo], convention="text").run("say x")
+
+    assert (result.status, result.answer) == ("completed", "x")
+    [refused] = result.rejected
+    assert refused.name == "échō" and "did you mean 'echo'?" in refused.error
+    assert [(c.name, c.result) for c in result.calls] == [("echo", "x")]
+    assert "did you mean 'echo'?" in str(model.requests[1].messages[-1].content)
 
 
 def test_empty_reply_is_sent_back() -> None:

@@ -18,7 +18,8 @@ _MARKER = re.compile(
     r"^[ \t*]*(?P<kind>thought|action input|action|observation|final answer)[ \t*]*:[ \t*]*",
     re.IGNORECASE | re.MULTILINE,
 )
-_ACTION = re.compile(r"(?P<name>[A-Za-z_][\w.\-]*)\s*(?P<rest>.*)", re.DOTALL)
+# Any identifier, so that a misspelt tool is refused by name.
+_ACTION = re.compile(r"(?P<name>[^\W\d][\w.\-]*)\s*(?P<rest>.*)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,12 @@ For models without native function calling. Two formats:
 ``python`` (BFCL's)
     The reply holds a Python list of calls, ``[get_weather(city="Paris"), f(x=1)]``,
     on a line of its own (prose around it is allowed; a lone call without the
-    brackets is read too when it names a tool). Values are Python literals.
+    brackets is read too when it names a tool, up to case and accents, or is
+    the whole reply with a keyword argument). Values are Python literals.
     ``[]`` names no call: a reply holding only that is read as an answer,
-    verbatim, the way BFCL reads it.
+    verbatim, the way BFCL reads it. A call of a tool that does not exist
+    (``échō``) is passed on, for the dispatcher to refuse with the names it
+    may have meant.
 
 ``react``
     ``Thought:`` / ``Action:`` / ``Final Answer:`` lines. An action is
