@@ -95,10 +95,7 @@ class Agent:
         self.system_prompt = system_prompt
         if tool_choice not in (None, "auto", "none", "required") and tool_choice not in self.tools:
             raise UsageError(f"tool_choice={tool_choice!r} names no tool; have: {self.tools.names}")
-        if (
-            tool_choice not in (None, "auto")
-            and not self.convention.prepare(self.tools, None).tools
-        ):
+        if tool_choice not in (None, "auto") and not self.convention.native_tools:
             raise UsageError(
                 "tool_choice needs a convention that passes tools natively (json), "
                 f"not {self.convention.name}"

@@ -57,9 +57,15 @@ Interpretation = Answer | Calls | Retry | Script
 
 
 class Convention(ABC):
-    """A calling convention: `prepare` once per run, `interpret` every reply."""
+    """A calling convention: `prepare` once per run, `interpret` every reply.
+
+    One convention may serve several runs at once; what `prepare` learns
+    about a run belongs in a `PerRun`, not on the convention.
+    """
 
     name: str = "convention"
+    #: Whether `prepare` hands the tools to the model's API, where a tool choice applies.
+    native_tools: bool = False
 
     @abstractmethod
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..models import ModelResponse
 from ..tools import Toolbox
 from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script
+from ._per_run import PerRun
 
 __all__ = ["CodeConvention", "ExtractedScript", "extract_script"]
 
@@ -140,13 +141,14 @@ class CodeConvention(Convention):
 
     def __init__(self, module: str = MODULE) -> None:
         self.module = module
-        self._functions: set[str] = set()
+        # The run's tool functions; runs may share this convention.
+        self._functions: PerRun[set[str]] = PerRun("the code convention")
 
     def prompt(self, tools: Toolbox) -> str:
         return PROMPT.format(module=self.module, stubs=tools.stub_module())
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
-        self._functions = {s.function for s in tools.stub_signatures()}
+        self._functions.set({s.function for s in tools.stub_signatures()})
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
@@ -159,7 +161,7 @@ class CodeConvention(Convention):
                 "Tools are not called natively here: write a ```python block that calls "
                 f"the functions of module `{self.module}`."
             )
-        found = extract_script(text, self._functions)
+        found = extract_script(text, self._functions.get())
         if found is None:
             if not text.strip():
                 return Retry("Your last reply was empty. Send a ```python block, or your answer.")

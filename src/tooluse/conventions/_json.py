@@ -15,6 +15,7 @@ class JsonConvention(Convention):
     """Tools go in the API's ``tools`` field; calls come back as ``tool_calls``."""
 
     name = "json"
+    native_tools = True
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         return Prepared(system_prompt=system_prompt, tools=list(tools))

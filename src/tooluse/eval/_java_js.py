@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ..conventions._scan import JAVA_JS, closing_bracket, split_top_level
+
 JAVA_TYPES: dict[str, type] = {
     "byte": int,
     "short": int,
@@ -69,7 +71,6 @@ _JAVA_MAP = re.compile(
 )
 
 _QUOTES = "\"'"
-_OPENERS = {"[": "]", "{": "}", "(": ")"}
 
 
 def java_value(text: str, java_type: str, item_type: str | None = None) -> object:
@@ -119,7 +120,7 @@ def _java_array(text: str, item_type: str | None) -> object:
     match = _JAVA_ARRAY.fullmatch(text)
     if match is None:
         return text
-    elements = [part for part in split_top_level(match.group(1)) if part]
+    elements = [part for part in split_top_level(match.group(1), JAVA_JS) if part]
     if item_type is None:
         return [_java_literal(part) for part in elements]
     # String elements of a Java array keep their quotes: BFCL converts each element
@@ -130,7 +131,7 @@ def _java_array(text: str, item_type: str | None) -> object:
 def _java_array_list(text: str, item_type: str | None) -> object:
     as_list = _JAVA_AS_LIST.fullmatch(text)
     if as_list is not None:
-        elements = split_top_level(as_list.group(1))
+        elements = split_top_level(as_list.group(1), JAVA_JS)
     else:
         add_block = _JAVA_ADD_BLOCK.fullmatch(text)
         if add_block is not None:
@@ -198,7 +199,7 @@ def _js_array(text: str, item_type: str | None) -> object:
     body = _js_array_body(text)
     if body is None:
         return text
-    elements = [part for part in split_top_level(body) if part]
+    elements = [part for part in split_top_level(body, JAVA_JS) if part]
     if any(_js_array_body(part) is not None for part in elements):
         # BFCL reads nested arrays without their declared item type.
         return [_js_literal(part) for part in elements]
@@ -208,19 +209,19 @@ def _js_array(text: str, item_type: str | None) -> object:
 
 
 def _js_array_body(text: str) -> str | None:
-    if text.startswith("[") and _closing_index(text, 0) == len(text) - 1:
+    if text.startswith("[") and closing_bracket(text, 0, JAVA_JS) == len(text) - 1:
         return text[1:-1]
     match = re.match(r"new\s+Array\s*\(", text)
-    if match and _closing_index(text, match.end() - 1) == len(text) - 1:
+    if match and closing_bracket(text, match.end() - 1, JAVA_JS) == len(text) - 1:
         return text[match.end() : -1]
     return None
 
 
 def _js_object(text: str) -> object:
-    if not (text.startswith("{") and _closing_index(text, 0) == len(text) - 1):
+    if not (text.startswith("{") and closing_bracket(text, 0, JAVA_JS) == len(text) - 1):
         return text
     result: dict[str, object] = {}
-    for pair in split_top_level(text[1:-1]):
+    for pair in split_top_level(text[1:-1], JAVA_JS):
         if not pair:
             continue
         key, colon, value = pair.partition(":")
@@ -269,70 +270,16 @@ def _is_quoted(text: str, quote: str) -> bool:
     return len(text) >= 2 and text[0] == quote and text[-1] == quote
 
 
-def split_top_level(text: str) -> list[str]:
-    """Split on commas outside quotes and brackets; parts are stripped."""
-    parts: list[str] = []
-    depth = 0
-    quote: str | None = None
-    start = 0
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if quote is not None:
-            if char == "\\":
-                index += 1
-            elif char == quote:
-                quote = None
-        elif char in _QUOTES or char == "`":
-            quote = char
-        elif char in _OPENERS:
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(text[start:index].strip())
-            start = index + 1
-        index += 1
-    last = text[start:].strip()
-    if parts or last:
-        parts.append(last)
-    return parts
-
-
-def _closing_index(text: str, open_index: int) -> int | None:
-    """Index of the bracket closing the one at ``open_index``, skipping quoted text."""
-    depth = 0
-    quote: str | None = None
-    index = open_index
-    while index < len(text):
-        char = text[index]
-        if quote is not None:
-            if char == "\\":
-                index += 1
-            elif char == quote:
-                quote = None
-        elif char in _QUOTES or char == "`":
-            quote = char
-        elif char in _OPENERS:
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index
-        index += 1
-    return None
-
-
 def _call_argument_lists(text: str, method: str) -> list[list[str]]:
     """Arguments of each ``method(...)`` call in a block such as ``put("a", 1); put("b", 2);``."""
     opener = re.compile(rf"\b{method}\s*\(")
     calls: list[list[str]] = []
     position = 0
     while (match := opener.search(text, position)) is not None:
-        close = _closing_index(text, match.end() - 1)
+        close = closing_bracket(text, match.end() - 1, JAVA_JS)
         if close is None:
             break
-        calls.append(split_top_level(text[match.end() : close]))
+        calls.append(split_top_level(text[match.end() : close], JAVA_JS))
         position = close + 1
     return calls
 

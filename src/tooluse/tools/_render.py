@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import keyword
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +13,12 @@ from ._schema import JsonSchema, inline_refs
 from ._tool import Tool, python_identifier
 
 __all__ = [
+    "Parameter",
     "StubSignature",
+    "inline_annotation",
     "lean_schema",
+    "parameter_doc",
+    "parameter_list",
     "render_stub_module",
     "strict_schema",
     "stub_signature",
@@ -189,7 +193,10 @@ class _StubWriter:
     name in front, as in ``SortOptions``).
     """
 
-    def __init__(self, taken: Iterable[str] = ()) -> None:
+    def __init__(self, taken: Iterable[str] = (), *, inline: bool = False) -> None:
+        #: Objects written in place (``{'key': type}``) rather than as TypedDicts.
+        self.inline = inline
+        self.inlining: set[str] = set()  # objects being written in place, against cycles
         self.definitions: list[str] = []
         self.taken: set[str] = {*_TAKEN, *taken}
         self.named: dict[str, str] = {}  # a definition's identity → its name in the stub
@@ -281,6 +288,8 @@ class _StubWriter:
             return self.object_class(target, _camel(name))
         if "enum" in target:
             # An Enum parameter: the model sends one of its values.
+            if self.inline:
+                return self.literal(target["enum"])
             if identity not in self.named:
                 alias = self._fresh(_camel(name))
                 self.definitions.append(f"{alias} = {self.literal(target['enum'])}")
@@ -293,6 +302,8 @@ class _StubWriter:
             self.expanding.discard(identity)
 
     def object_class(self, schema: Mapping[str, Any], hint: str) -> str:
+        if self.inline:
+            return self.inline_object(schema, hint)
         identity = self._identity(schema, hint)
         # Classes are written above the functions, so only a class that refers
         # to itself (still being built) needs a quoted forward reference.
@@ -332,6 +343,21 @@ class _StubWriter:
         self.named[identity] = name
         return name
 
+    def inline_object(self, schema: Mapping[str, Any], name: str) -> str:
+        if name in self.inlining:
+            return "Any"
+        self.inlining.add(name)
+        props: Mapping[str, Any] = schema.get("properties", {})
+        required = set(schema.get("required", ()))
+        fields = []
+        for key, prop in props.items():
+            annotation = self.annotation(prop, name + _camel(key))
+            if key not in required:
+                annotation = f"NotRequired[{annotation}]"
+            fields.append(f"{key!r}: {annotation}")
+        self.inlining.discard(name)
+        return "{" + ", ".join(fields) + "}"
+
 
 _CONSTRAINTS = (
     ("minimum", ">= {}"),
@@ -360,6 +386,101 @@ def _default_literal(value: Any) -> str:
     return repr(value)
 
 
+def parameter_doc(schema: Any) -> str:
+    """A parameter's description on one line, with the constraints its type cannot carry."""
+    if not isinstance(schema, Mapping):
+        return ""
+    text = " ".join(str(schema.get("description", "")).split())
+    hints = _constraints(schema)
+    return f"{text} ({hints})" if text and hints else text or hints
+
+
+def inline_annotation(schema: Any, name: str = "") -> str:
+    """A Python annotation for a schema, objects written in place: ``{'key': str}``.
+
+    For listings that are not a module (a prompt); a reference is ``Any``.
+    It takes a `name` so that it can serve as a `write_parameters` annotator.
+    """
+    return _StubWriter(inline=True).annotation(schema, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One parameter of a tool as a Python signature writes it.
+
+    `name` is the Python name, `key` the schema's; `doc` is its description on
+    one line. A required parameter after an optional one is `keyword_only`.
+    """
+
+    name: str
+    key: str
+    annotation: str
+    required: bool
+    default: Any
+    keyword_only: bool
+    doc: str
+
+    def __str__(self) -> str:
+        if self.required:
+            return f"{self.name}: {self.annotation}"
+        return f"{self.name}: {self.annotation} = {_default_literal(self.default)}"
+
+
+def write_parameters(
+    t: Tool,
+    schema: JsonSchema,
+    annotate: Callable[[Any, str], str],
+    *,
+    none_in_type: bool,
+) -> list[Parameter]:
+    """The parameters of `t`, as `schema` describes them, in signature order.
+
+    `annotate` writes the annotation of a property's schema; the name it gets
+    (the tool's and the key's, in CamelCase) is for classes it may define. With
+    `none_in_type`, an optional parameter whose default is None has ``| None``
+    in its annotation, as a type checker wants.
+    """
+    props: Mapping[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    out: list[Parameter] = []
+    seen_optional = keyword_only = False
+    for key in _ordered(t, props):
+        prop = props[key]
+        annotation = annotate(prop, _camel(t.name) + _camel(key))
+        default = None
+        if key in required:
+            # Python allows no required parameter after an optional one unless
+            # it is keyword-only; the signature stays valid Python.
+            keyword_only = keyword_only or seen_optional
+        else:
+            seen_optional = True
+            default = prop.get("default") if isinstance(prop, Mapping) else None
+            if none_in_type and default is None and "None" not in annotation.split(" | "):
+                annotation = f"{annotation} | None"
+        out.append(
+            Parameter(
+                name=python_identifier(key),
+                key=key,
+                annotation=annotation,
+                required=key in required,
+                default=default,
+                keyword_only=keyword_only,
+                doc=parameter_doc(prop),
+            )
+        )
+    return out
+
+
+def parameter_list(params: Sequence[Parameter]) -> str:
+    """The text between a signature's parentheses, with ``*`` before keyword-only ones."""
+    parts: list[str] = []
+    for index, param in enumerate(params):
+        if param.keyword_only and (index == 0 or not params[index - 1].keyword_only):
+            parts.append("*")
+        parts.append(str(param))
+    return ", ".join(parts)
+
+
 def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> str:
     """Python source declaring each tool as an annotated function with a docstring.
 
@@ -372,32 +493,9 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
     functions: list[str] = []
     for t, signature in zip(tools, signatures, strict=True):
         writer.defs = t.parameters.get("$defs", {})
-        props: Mapping[str, Any] = t.parameters.get("properties", {})
-        required = set(t.required)
         base = writer.prefix = _camel(t.name)
-        params: list[str] = []
-        seen_optional = star = False
-        doc_args: list[str] = []
-        for py_name, key in signature.params:
-            prop = props[key]
-            annotation = writer.annotation(prop, base + _camel(key))
-            if key in required:
-                if seen_optional and not star:
-                    params.append("*")
-                    star = True
-                params.append(f"{py_name}: {annotation}")
-            else:
-                seen_optional = True
-                default = prop.get("default") if isinstance(prop, Mapping) else None
-                if default is None and "None" not in annotation.split(" | "):
-                    annotation = f"{annotation} | None"
-                params.append(f"{py_name}: {annotation} = {_default_literal(default)}")
-            description = prop.get("description", "") if isinstance(prop, Mapping) else ""
-            hints = _constraints(prop)
-            if hints:
-                description = f"{description} ({hints})" if description else hints
-            if description:
-                doc_args.append(f"        {py_name}: {' '.join(str(description).split())}")
+        params = write_parameters(t, t.parameters, writer.annotation, none_in_type=True)
+        doc_args = [f"        {p.name}: {p.doc}" for p in params if p.doc]
         if t.returns is not None:
             writer.defs = t.returns.get("$defs", {})
             returns = writer.annotation(t.returns, base + "Result")
@@ -413,7 +511,7 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
         if return_doc:
             doc_lines.append(f"\n    Returns:\n        {' '.join(str(return_doc).split())}")
         doc = "\n".join(doc_lines).replace("\n\n\n", "\n\n")
-        source = f"def {signature.function}({', '.join(params)}) -> {returns}:\n"
+        source = f"def {signature.function}({parameter_list(params)}) -> {returns}:\n"
         if doc:
             indented = "\n".join(
                 ("    " + line if line and not line.startswith("    ") else line)
