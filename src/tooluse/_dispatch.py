@@ -19,7 +19,7 @@ from asyncio import wait_for
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -64,21 +64,45 @@ def _canonical(arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
-@dataclass(slots=True)
 class Ledger:
-    """Successful calls to tools with side effects, by name and arguments.
+    """What a script did to tools with side effects, for the retry of a script that failed.
 
-    When a script fails half-way and the model retries it, an identical call
-    that already succeeded is answered from here instead of running twice.
+    While a script runs, its successful calls to tools marked ``side_effects`` are
+    written down. When it fails, the next script's calls to those tools are answered
+    from that list (marked ``replayed``) while they match it, identical and in the
+    same order; the first call that differs ends the replay. Every other call runs.
+    One ledger serves the scripts of one run, one after the other.
     """
 
-    entries: dict[tuple[str, str], CallRecord] = field(default_factory=dict)
+    __slots__ = ("_lock", "_replayable", "_written")
 
-    def lookup(self, name: str, arguments: Mapping[str, Any]) -> CallRecord | None:
-        return self.entries.get((name, _canonical(arguments)))
+    def __init__(self) -> None:
+        self._written: list[CallRecord] = []
+        self._replayable: deque[CallRecord] = deque()
+        # Calls arrive on the event loop and on the sandbox's channel thread.
+        self._lock = threading.Lock()
 
-    def remember(self, record: CallRecord) -> None:
-        self.entries[(record.name, _canonical(record.arguments))] = record
+    def replay(self, name: str, arguments: Mapping[str, Any]) -> CallRecord | None:
+        """The earlier record answering this call, or None: the call runs."""
+        with self._lock:
+            if not self._replayable:
+                return None
+            earlier = self._replayable[0]
+            if earlier.name == name and _canonical(earlier.arguments) == _canonical(arguments):
+                return self._replayable.popleft()
+            self._replayable.clear()
+            return None
+
+    def write(self, record: CallRecord) -> None:
+        """Note a successful call (run or replayed) of the script running now."""
+        with self._lock:
+            self._written.append(record)
+
+    def script_ended(self, ok: bool) -> None:
+        """The script ended: if it failed, the next one may replay what it did."""
+        with self._lock:
+            self._replayable = deque() if ok else deque(self._written)
+            self._written = []
 
 
 @dataclass(slots=True)
@@ -170,12 +194,27 @@ class DirectRun:
     concludes the record; the other then returns None.
     """
 
-    __slots__ = ("_dispatcher", "_kwargs", "_start", "_tool", "_unended", "record", "timeout")
+    __slots__ = (
+        "_dispatcher",
+        "_kwargs",
+        "_ledger",
+        "_start",
+        "_tool",
+        "_unended",
+        "record",
+        "timeout",
+    )
 
     def __init__(
-        self, dispatcher: Dispatcher, record: CallRecord, tool: Tool, kwargs: dict[str, Any]
+        self,
+        dispatcher: Dispatcher,
+        record: CallRecord,
+        tool: Tool,
+        kwargs: dict[str, Any],
+        ledger: Ledger | None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._ledger = ledger
         self.record = record
         self._tool = tool
         self._kwargs = kwargs
@@ -207,7 +246,13 @@ class DirectRun:
             return None
         try:
             self._dispatcher._conclude(
-                self.record, self._tool, self.timeout, self._start, value=value, error=error
+                self.record,
+                self._tool,
+                self.timeout,
+                self._start,
+                value=value,
+                error=error,
+                ledger=self._ledger,
             )
         finally:
             self._dispatcher._slots.give_from_thread()
@@ -315,8 +360,6 @@ class Dispatcher:
         max_concurrency: calls executing at once, across all callers.
         max_calls_per_turn: calls of one turn beyond this are refused.
         max_argument_bytes: argument text beyond this is refused unread.
-        ledger: when given, identical successful calls to tools marked
-            ``side_effects`` are answered from it (marked ``replayed``).
     """
 
     def __init__(
@@ -327,13 +370,11 @@ class Dispatcher:
         max_concurrency: int = 16,
         max_calls_per_turn: int = 128,
         max_argument_bytes: int = 1_000_000,
-        ledger: Ledger | None = None,
     ) -> None:
         self.tools = tools
         self.timeout = timeout
         self.max_calls_per_turn = max_calls_per_turn
         self.max_argument_bytes = max_argument_bytes
-        self.ledger = ledger
         self._max_concurrency = max_concurrency
         self._checkers: dict[str, ArgumentChecker] = {}
         self._slots = _Slots(max_concurrency)
@@ -425,7 +466,13 @@ class Dispatcher:
     # --- execution ------------------------------------------------------------------
 
     def execute_nowait(
-        self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
+        self,
+        prepared: _Prepared,
+        *,
+        round_: int = 0,
+        source: str = "json",
+        alone: bool = False,
+        ledger: Ledger | None = None,
     ) -> CallRecord | Awaitable[CallRecord]:
         """Like `execute`, but a call that can be answered at once comes back as its record.
 
@@ -436,7 +483,7 @@ class Dispatcher:
         """
         tool = prepared.tool
         record = self._record(prepared, round_, source)
-        if self._replayed(record, tool):
+        if self._replayed(record, tool, ledger):
             return record
         if (
             not alone
@@ -446,7 +493,7 @@ class Dispatcher:
             or (self._lane is not None and self._lane.busy)
             or not self._slots.try_take()
         ):
-            return _Deferred(partial(self._execute, record, tool, prepared.kwargs))
+            return _Deferred(partial(self._execute, record, tool, prepared.kwargs, ledger))
         timeout = self._timeout_for(tool)
         record.started_at = time.time()
         start = time.perf_counter()
@@ -465,14 +512,23 @@ class Dispatcher:
             self._slots.give()
             raise
         if isinstance(ended, Future):
-            later = loop.create_task(self._finish_later(record, tool, ended, start, timeout))
+            later = loop.create_task(
+                self._finish_later(
+                    record=record,
+                    tool=tool,
+                    future=ended,
+                    start=start,
+                    timeout=timeout,
+                    ledger=ledger,
+                )
+            )
             # The slot is the task's now, given back however the task ends, even if it
             # is cancelled before its first step.
             later.add_done_callback(self._slots.give_back)
             return later
         self._slots.give()
         value, error = ended
-        self._conclude(record, tool, timeout, start, value=value, error=error)
+        self._conclude(record, tool, timeout, start, value=value, error=error, ledger=ledger)
         return record
 
     @staticmethod
@@ -486,26 +542,38 @@ class Dispatcher:
             source=source,
         )
 
-    def _replayed(self, record: CallRecord, tool: Tool) -> bool:
-        """Answer ``record`` from the ledger if an identical call already succeeded."""
-        if self.ledger is None or not tool.side_effects:
+    @staticmethod
+    def _replayed(record: CallRecord, tool: Tool, ledger: Ledger | None) -> bool:
+        """Answer ``record`` from the ledger if it replays a call that already succeeded."""
+        if ledger is None or not tool.side_effects:
             return False
-        earlier = self.ledger.lookup(tool.name, record.arguments)
+        earlier = ledger.replay(tool.name, record.arguments)
         if earlier is None:
             return False
         record.result = earlier.result
         record.replayed = True
         record.started_at = time.time()
+        ledger.write(record)
         return True
 
     async def execute(
-        self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
+        self,
+        prepared: _Prepared,
+        *,
+        round_: int = 0,
+        source: str = "json",
+        alone: bool = False,
+        ledger: Ledger | None = None,
     ) -> CallRecord:
         """Run a prepared call; whatever the tool does, a record comes back."""
-        record = self.execute_nowait(prepared, round_=round_, source=source, alone=alone)
+        record = self.execute_nowait(
+            prepared, round_=round_, source=source, alone=alone, ledger=ledger
+        )
         return record if isinstance(record, CallRecord) else await record
 
-    async def _execute(self, record: CallRecord, tool: Tool, kwargs: dict[str, Any]) -> CallRecord:
+    async def _execute(
+        self, record: CallRecord, tool: Tool, kwargs: dict[str, Any], ledger: Ledger | None
+    ) -> CallRecord:
         timeout = self._timeout_for(tool)
         await self._slots.take()
         try:
@@ -518,28 +586,30 @@ class Dispatcher:
                 else:
                     value = await self._thread_result(self._submit(tool, kwargs), timeout)
             except Exception as exc:
-                self._conclude(record, tool, timeout, start, error=exc)
+                self._conclude(record, tool, timeout, start, error=exc, ledger=ledger)
             else:
-                self._conclude(record, tool, timeout, start, value=value)
+                self._conclude(record, tool, timeout, start, value=value, ledger=ledger)
         finally:
             self._slots.give()
         return record
 
     async def _finish_later(
         self,
+        *,
         record: CallRecord,
         tool: Tool,
         future: Future[Any],
         start: float,
         timeout: float | None,
+        ledger: Ledger | None,
     ) -> CallRecord:
         left = None if timeout is None else timeout - (time.perf_counter() - start)
         try:
             value = await self._thread_result(future, left)
         except Exception as exc:
-            self._conclude(record, tool, timeout, start, error=exc)
+            self._conclude(record, tool, timeout, start, error=exc, ledger=ledger)
         else:
-            self._conclude(record, tool, timeout, start, value=value)
+            self._conclude(record, tool, timeout, start, value=value, ledger=ledger)
         return record
 
     def _timeout_for(self, tool: Tool) -> float | None:
@@ -567,8 +637,9 @@ class Dispatcher:
         *,
         value: Any = None,
         error: BaseException | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
-        """Fill in how the call ended, and remember it in the ledger if it counts."""
+        """Fill in how the call ended, and write it in the ledger if it counts."""
         if error is None:
             try:
                 record.result = to_jsonable_python(value)
@@ -586,8 +657,8 @@ class Dispatcher:
         else:
             raise error
         record.duration_s = time.perf_counter() - start
-        if self.ledger is not None and tool.side_effects and record.ok:
-            self.ledger.remember(record)
+        if ledger is not None and tool.side_effects and record.ok:
+            ledger.write(record)
 
     async def run(
         self, calls: Sequence[ToolCall], *, round_: int = 0, source: str = "json"
@@ -633,10 +704,17 @@ class Dispatcher:
         call_id: str,
         round_: int = 0,
         source: str = "script",
+        ledger: Ledger | None = None,
     ) -> Outcome:
-        """Validate and execute one call given by name (how scripts call tools)."""
+        """Validate and execute one call given by name (how scripts call tools).
+
+        With a ``ledger``, a call that replays the failed script before it is
+        answered from there (see `Ledger`).
+        """
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
-        outcome = self.call_nowait(name, text, call_id=call_id, round_=round_, source=source)
+        outcome = self.call_nowait(
+            name, text, call_id=call_id, round_=round_, source=source, ledger=ledger
+        )
         return outcome if isinstance(outcome, CallRecord | RejectedCall) else await outcome
 
     def call_nowait(
@@ -647,6 +725,7 @@ class Dispatcher:
         call_id: str,
         round_: int = 0,
         source: str = "script",
+        ledger: Ledger | None = None,
     ) -> Outcome | Awaitable[Outcome]:
         """Like `call`, but an outcome that is ready at once is returned as it is.
 
@@ -663,7 +742,9 @@ class Dispatcher:
             prepared = self._prepare_decoded(call_id, name, arguments, round_=round_, source=source)
         if isinstance(prepared, RejectedCall):
             return prepared
-        return self.execute_nowait(prepared, round_=round_, source=source, alone=True)
+        return self.execute_nowait(
+            prepared, round_=round_, source=source, alone=True, ledger=ledger
+        )
 
     def call_direct(
         self,
@@ -673,6 +754,7 @@ class Dispatcher:
         call_id: str | Callable[[], str],
         round_: int = 0,
         source: str = "script",
+        ledger: Ledger | None = None,
     ) -> Outcome | DirectRun | None:
         """Check a call on the caller's own thread, to run a sync tool right there.
 
@@ -709,13 +791,13 @@ class Dispatcher:
                     return prepared
                 record = self._record(prepared, round_, source)
                 kwargs = prepared.kwargs
-            if self._replayed(record, tool):
+            if self._replayed(record, tool, ledger):
                 self._slots.give_from_thread()
                 return record
         except BaseException:
             self._slots.give_from_thread()
             raise
-        return DirectRun(self, record, tool, kwargs)
+        return DirectRun(self, record, tool, kwargs, ledger)
 
     def _quick_record(
         self, call_id: str, tool: Tool, arguments: dict[str, Any], round_: int, source: str

@@ -186,7 +186,7 @@ async def test_concurrency_limit_is_respected() -> None:
     assert peak == 2
 
 
-async def test_ledger_answers_repeated_side_effects_without_running_them() -> None:
+async def test_a_ledger_replays_the_successes_of_a_failed_script_in_order() -> None:
     sent: list[str] = []
 
     @tool(side_effects=True)
@@ -195,14 +195,29 @@ async def test_ledger_answers_repeated_side_effects_without_running_them() -> No
         sent.append(to)
         return f"sent to {to}"
 
-    dispatcher = Dispatcher(Toolbox([send_email]), ledger=Ledger())
-    first = await dispatcher.call("send_email", {"to": "a@x"}, call_id="1")
-    second = await dispatcher.call("send_email", {"to": "a@x"}, call_id="2")
-    third = await dispatcher.call("send_email", {"to": "b@x"}, call_id="3")
-    assert sent == ["a@x", "b@x"]
-    assert isinstance(second, CallRecord) and second.replayed and second.result == "sent to a@x"
-    assert isinstance(first, CallRecord) and not first.replayed
-    assert isinstance(third, CallRecord) and not third.replayed
+    dispatcher = Dispatcher(Toolbox([send_email]))
+    ledger = Ledger()
+
+    async def script(*recipients: str) -> list[CallRecord]:
+        outcomes = [
+            await dispatcher.call("send_email", {"to": to}, call_id=str(i), ledger=ledger)
+            for i, to in enumerate(recipients)
+        ]
+        return [o for o in outcomes if isinstance(o, CallRecord)]
+
+    await script("a@x", "b@x")
+    ledger.script_ended(ok=False)
+    retried = await script("a@x", "c@x", "b@x")
+    ledger.script_ended(ok=True)
+    after_success = await script("a@x")
+    dispatcher.close()
+    assert sent == ["a@x", "b@x", "c@x", "b@x", "a@x"]
+    assert [(c.result, c.replayed) for c in retried] == [
+        ("sent to a@x", True),
+        ("sent to c@x", False),
+        ("sent to b@x", False),
+    ]
+    assert [c.replayed for c in after_success] == [False]
 
 
 async def test_repairs_are_recorded_on_the_call() -> None:

@@ -151,9 +151,14 @@ def test_a_side_effect_already_made_is_replayed_without_a_slot() -> None:
         sent.append(to)
         return f"sent to {to}"
 
-    dispatcher = Dispatcher(Toolbox([send]), ledger=Ledger())
-    first = run_direct(dispatcher, "send", {"to": "ann"})
-    again = dispatcher.call_direct("send", {"to": "ann"}, call_id="d2")
+    dispatcher = Dispatcher(Toolbox([send]))
+    ledger = Ledger()
+    run = dispatcher.call_direct("send", {"to": "ann"}, call_id="d1", ledger=ledger)
+    assert isinstance(run, DirectRun)
+    first = run.run()
+    assert first is not None
+    ledger.script_ended(ok=False)
+    again = dispatcher.call_direct("send", {"to": "ann"}, call_id="d2", ledger=ledger)
     assert isinstance(again, CallRecord)
     assert again.replayed and again.result == first.result == "sent to ann"
     assert sent == ["ann"]
