@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -108,10 +109,22 @@ async def test_hung_sync_tool_is_abandoned_after_its_timeout() -> None:
         return "late"
 
     dispatcher = Dispatcher(Toolbox([stuck]))
-    (outcome,) = await dispatcher.run([call("stuck", {})])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (outcome,) = await dispatcher.run([call("stuck", {})])
+        (again,) = await dispatcher.run([call("stuck", {})])
     dispatcher.close()  # must not wait for the stuck thread
+    assert dispatcher.abandoned == 2
     release.set()
-    assert isinstance(outcome, CallRecord) and "timed out" in (outcome.error or "")
+    assert isinstance(outcome, CallRecord) and outcome.error == "stuck timed out after 0.2 s"
+    assert isinstance(again, CallRecord) and again.error == outcome.error
+    assert [str(w.message).split(";")[0] for w in caught] == [
+        "stuck is still running after its call was given up on"
+    ]
+    deadline = time.monotonic() + 10
+    while dispatcher.abandoned and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert dispatcher.abandoned == 0
 
 
 async def test_model_retry_message_goes_to_the_model_verbatim() -> None:
