@@ -396,10 +396,12 @@ async def test_decoded_arguments_are_refused_like_their_text() -> None:
 
 async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
     gate = asyncio.Event()
+    holding = asyncio.Event()
 
     @tool
     async def hold() -> str:
         """Hold the only slot until the gate opens."""
+        holding.set()
         await gate.wait()
         return "held"
 
@@ -410,9 +412,12 @@ async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
 
     dispatcher = Dispatcher(Toolbox([hold, quick]), timeout=None, max_concurrency=1)
     holder = asyncio.ensure_future(dispatcher.call("hold", {}, call_id="1"))
+    await asyncio.wait_for(holding.wait(), 10)
+    # Started while the holder runs, both wait for the slot.
     first = asyncio.ensure_future(dispatcher.call("quick", {}, call_id="2"))
     second = asyncio.ensure_future(dispatcher.call("quick", {}, call_id="3"))
-    await asyncio.sleep(0.01)  # both wait for the slot
+    await asyncio.sleep(0)
+    assert not first.done() and not second.done()
     gate.set()
     first.cancel()  # after the holder is woken: its slot skips the cancelled waiter
     held, answered = await holder, await asyncio.wait_for(second, 5)
