@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._dispatch import Dispatcher, Ledger
+from ._dispatch import Dispatcher
 from ._exceptions import ModelError, UsageError
 from ._expect import Expect, check_expectations
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
@@ -112,9 +112,6 @@ class Agent:
         self.max_calls_per_turn = max_calls_per_turn
         self.trace = Path(trace) if trace is not None else None
         self.on_event = on_event
-        # Shared across runs of this agent so that a retried task does not
-        # repeat side effects that already happened.
-        self.ledger = Ledger()
         self._sandbox = sandbox
         self._owns_sandbox = sandbox is None
         self.isolation: IsolationMode = isolation
@@ -203,7 +200,6 @@ class Agent:
             timeout=self.tool_timeout,
             max_concurrency=self.max_concurrency,
             max_calls_per_turn=self.max_calls_per_turn,
-            ledger=self.ledger,
         )
         start = time.perf_counter()
         emit(

@@ -9,17 +9,19 @@ shared concurrency limit), record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import decimal
 import json
 import os
 import select
 import threading
 import time
+import warnings
 import weakref
 from asyncio import wait_for
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -35,6 +37,9 @@ from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
 __all__ = ["DirectRun", "Dispatcher", "Ledger"]
 
 _RAW_KEEP = 300
+# Below this many bits an integer has fewer digits than Python's limit for writing
+# one out (4,300 by default), so a result of plain numbers needs no check.
+_SHORT_INT_BITS = 14_000
 _INLINE_WAIT_S = 0.001
 # The direct wait selects on a pipe, which Windows cannot do.
 _CAN_WAIT_DIRECTLY = os.name == "posix"
@@ -59,26 +64,203 @@ def _text_encoder() -> Callable[[object], str]:
 
 _arguments_text = _text_encoder()
 
+Ended = tuple[Any, BaseException | None]
+"""How a tool's run ended: its value, or what it raised."""
+
+
+def _invoke(function: Callable[..., Any], kwargs: dict[str, Any]) -> Ended:
+    # Whatever the tool raises, SystemExit and StopIteration included, is its own
+    # failure: it never reaches a future, where StopIteration cannot be set.
+    try:
+        return function(**kwargs), None
+    except BaseException as exc:
+        return None, exc
+
+
+def _writable(value: Any) -> tuple[Any, bool]:
+    """``value``, with integers too long to write out as JSON numbers made decimal text.
+
+    The second item says whether any was.
+    """
+    if type(value) is int:
+        if value.bit_length() < _SHORT_INT_BITS:
+            return value, False
+        try:
+            _arguments_text(value)
+        except ValueError:
+            with decimal.localcontext() as context:
+                context.prec = decimal.MAX_PREC
+                return str(decimal.Decimal(value)), True
+        return value, False
+    if isinstance(value, dict):
+        items = [(k, *_writable(v)) for k, v in value.items()]
+        if any(changed for _, _, changed in items):
+            return {k: v for k, v, _ in items}, True
+        return value, False
+    if isinstance(value, list):
+        entries = [_writable(v) for v in value]
+        if any(changed for _, changed in entries):
+            return [v for v, _ in entries], True
+    return value, False
+
+
+class _Abandoned:
+    """Calls given up on whose tool still runs: counted, and warned about once.
+
+    A sync tool cannot be stopped from outside; its thread is a daemon, so it never
+    holds up the interpreter's exit, and it ends when the tool returns.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self.count += 1
+            first, self._warned = not self._warned, True
+        if first:
+            warnings.warn(
+                f"{name} is still running after its call was given up on; a tool that "
+                "ignores its timeout keeps running until it returns (see "
+                "Dispatcher.abandoned)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def remove(self) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+class _Pending:
+    """The end of a sync tool's run on another thread, for the event loop to await."""
+
+    __slots__ = ("_abandoned", "_given_up", "_lock", "_loop", "_name", "_over", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, abandoned: _Abandoned, name: str) -> None:
+        self._loop = loop
+        self._abandoned = abandoned
+        self._name = name
+        self.future: asyncio.Future[Ended] = loop.create_future()
+        self._lock = threading.Lock()
+        self._over = self._given_up = False
+
+    def deliver(self, ended: Ended) -> None:
+        """From the tool's thread: the tool ended."""
+        with self._lock:
+            self._over = True
+            given_up = self._given_up
+        if given_up:
+            self._abandoned.remove()
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            self._loop.call_soon_threadsafe(self._settle, ended)
+
+    def _settle(self, ended: Ended) -> None:
+        if not self.future.done():
+            self.future.set_result(ended)
+
+    async def wait(self, timeout: float | None) -> Ended | None:
+        """How the tool ended, or None if ``timeout`` passed first (it is abandoned)."""
+        try:
+            if timeout is None:
+                return await self.future
+            return await wait_for(self.future, max(timeout, 0.0))
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            with self._lock:
+                running = not self._over
+                self._given_up = True
+            if running:
+                self._abandoned.add(self._name)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return None
+
+
+class _Workers:
+    """Daemon threads for sync tools: an idle one takes the next call, else a new one starts.
+
+    Not capped (the dispatcher's slots limit how many calls run): a thread stuck in an
+    abandoned call never keeps a later call from starting.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: deque[Callable[[], None]] = deque()
+        self._ready = threading.Condition(threading.Lock())
+        self._idle = 0
+        self._closed = False
+
+    def start(self, job: Callable[[], None]) -> None:
+        with self._ready:
+            self._jobs.append(job)
+            if self._idle:
+                self._idle -= 1
+                self._ready.notify()
+                return
+        threading.Thread(target=self._serve, name="tooluse-tool", daemon=True).start()
+
+    def close(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+
+    def _serve(self) -> None:
+        while True:
+            with self._ready:
+                while not self._jobs:
+                    if self._closed:
+                        return
+                    self._idle += 1
+                    self._ready.wait()
+                job = self._jobs.popleft()
+            job()
+
 
 def _canonical(arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
-@dataclass(slots=True)
 class Ledger:
-    """Successful calls to tools with side effects, by name and arguments.
+    """What a script did to tools with side effects, for the retry of a script that failed.
 
-    When a script fails half-way and the model retries it, an identical call
-    that already succeeded is answered from here instead of running twice.
+    While a script runs, its successful calls to tools marked ``side_effects`` are
+    written down. When it fails, the next script's calls to those tools are answered
+    from that list (marked ``replayed``) while they match it, identical and in the
+    same order; the first call that differs ends the replay. Every other call runs.
+    One ledger serves the scripts of one run, one after the other.
     """
 
-    entries: dict[tuple[str, str], CallRecord] = field(default_factory=dict)
+    __slots__ = ("_lock", "_replayable", "_written")
 
-    def lookup(self, name: str, arguments: Mapping[str, Any]) -> CallRecord | None:
-        return self.entries.get((name, _canonical(arguments)))
+    def __init__(self) -> None:
+        self._written: list[CallRecord] = []
+        self._replayable: deque[CallRecord] = deque()
+        # Calls arrive on the event loop and on the sandbox's channel thread.
+        self._lock = threading.Lock()
 
-    def remember(self, record: CallRecord) -> None:
-        self.entries[(record.name, _canonical(record.arguments))] = record
+    def replay(self, name: str, arguments: Mapping[str, Any]) -> CallRecord | None:
+        """The earlier record answering this call, or None: the call runs."""
+        with self._lock:
+            if not self._replayable:
+                return None
+            earlier = self._replayable[0]
+            if earlier.name == name and _canonical(earlier.arguments) == _canonical(arguments):
+                return self._replayable.popleft()
+            self._replayable.clear()
+            return None
+
+    def write(self, record: CallRecord) -> None:
+        """Note a successful call (run or replayed) of the script running now."""
+        with self._lock:
+            self._written.append(record)
+
+    def script_ended(self, ok: bool) -> None:
+        """The script ended: if it failed, the next one may replay what it did."""
+        with self._lock:
+            self._replayable = deque() if ok else deque(self._written)
+            self._written = []
 
 
 @dataclass(slots=True)
@@ -167,47 +349,67 @@ class DirectRun:
     """A call to a sync tool that runs on the caller's own thread (see `Dispatcher.call_direct`).
 
     Exactly one of `run` (the tool ended) and `abandon` (the caller gave up on it)
-    concludes the record; the other then returns None.
+    concludes the record; the other then returns None. A call abandoned before `run`
+    is recorded as not started, and `run` then does not start it.
     """
 
-    __slots__ = ("_dispatcher", "_kwargs", "_start", "_tool", "_unended", "record", "timeout")
+    __slots__ = (
+        "_dispatcher",
+        "_kwargs",
+        "_ledger",
+        "_lock",
+        "_over",
+        "_start",
+        "_started",
+        "_tool",
+        "record",
+        "timeout",
+    )
 
     def __init__(
-        self, dispatcher: Dispatcher, record: CallRecord, tool: Tool, kwargs: dict[str, Any]
+        self,
+        dispatcher: Dispatcher,
+        record: CallRecord,
+        tool: Tool,
+        kwargs: dict[str, Any],
+        ledger: Ledger | None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._ledger = ledger
         self.record = record
         self._tool = tool
         self._kwargs = kwargs
         self.timeout = dispatcher._timeout_for(tool)
-        # Whoever ends the call takes the one item: list.pop() is atomic.
-        self._unended = [True]
+        self._lock = threading.Lock()
+        self._started = self._over = False
         self._start = time.perf_counter()
-
-    def _end(self) -> bool:
-        try:
-            return self._unended.pop()
-        except IndexError:
-            return False
 
     def run(self) -> CallRecord | None:
-        """Run the tool here and return its record; None if the call was abandoned meanwhile.
+        """Run the tool here and return its record; None if the call was abandoned.
 
-        What the tool raises is recorded as its error, as for any call; only what is
-        not an ``Exception`` (``SystemExit`` and the like) propagates.
+        What the tool raises, whatever it is, is recorded as its error.
         """
+        with self._lock:
+            if self._over:
+                return None
+            self._started = True
         self.record.started_at = time.time()
         self._start = time.perf_counter()
-        value, error = None, None
-        try:
-            value = self._tool.function(**self._kwargs)
-        except BaseException as exc:
-            error = exc
-        if not self._end():
+        value, error = _invoke(self._tool.function, self._kwargs)
+        with self._lock:
+            abandoned, self._over = self._over, True
+        if abandoned:
+            self._dispatcher._abandoned.remove()
             return None
         try:
             self._dispatcher._conclude(
-                self.record, self._tool, self.timeout, self._start, value=value, error=error
+                self.record,
+                self._tool,
+                self.timeout,
+                self._start,
+                value=value,
+                error=error,
+                ledger=self._ledger,
             )
         finally:
             self._dispatcher._slots.give_from_thread()
@@ -216,19 +418,32 @@ class DirectRun:
     def abandon(self, reason: str | None = None) -> CallRecord | None:
         """Give up on the call: its record says it timed out, or ``reason``.
 
-        Returns the record, or None if the tool had already ended. The tool's thread
-        is left to finish on its own; its result is dropped.
+        Returns the record, or None if the tool had already ended. A tool already
+        running is left to finish on its own thread; its result is dropped.
         """
-        if not self._end():
-            return None
+        with self._lock:
+            if self._over:
+                return None
+            self._over = True
+            started = self._started
         record = self.record
-        if reason is None and self.timeout is not None:
+        name = self._tool.name
+        if not started:
+            default = (
+                "it was abandoned"
+                if self.timeout is None
+                else f"its {self.timeout:g} s ran out first"
+            )
+            record.error = f"{name} was not started: {reason or default}"
+        elif reason is None and self.timeout is not None:
             self._dispatcher._conclude(
                 record, self._tool, self.timeout, self._start, error=TimeoutError()
             )
         else:
-            record.error = reason or f"{self._tool.name} was abandoned before it ended"
+            record.error = reason or f"{name} was abandoned before it ended"
             record.duration_s = time.perf_counter() - self._start
+        if started:
+            self._dispatcher._abandoned.add(name)
         self._dispatcher._slots.give_from_thread()
         return record
 
@@ -239,8 +454,8 @@ class _Lane:
     A call goes over, and word of its end comes back, as a byte through a pipe:
     ``os.write`` lets go of the GIL before it wakes the other thread, which can then run
     at once, where a lock released while holding the GIL wakes it only to wait for the
-    GIL (about twice the cost). A call that outlasts the wait is handed on as a future,
-    and the lane stays busy until the call ends.
+    GIL (about twice the cost). A call that outlasts the wait is handed on as a
+    `_Pending`, and the lane stays busy until the call ends.
     """
 
     def __init__(self) -> None:
@@ -248,15 +463,15 @@ class _Lane:
         self._go_read, self._go_write = os.pipe()
         self._ended_read, self._ended_write = os.pipe()
         self._handover = threading.Lock()
-        self._job: Callable[[], Any] | None = None
-        self._outcome: tuple[Any, BaseException | None] = (None, None)
-        self._late: Future[Any] | None = None
+        self._job: Callable[[], Ended] | None = None
+        self._outcome: Ended = (None, None)
+        self._late: _Pending | None = None
         threading.Thread(target=self._serve, name="tooluse-tool-direct", daemon=True).start()
 
     def run(
-        self, job: Callable[[], Any], wait: float
-    ) -> tuple[Any, BaseException | None] | Future[Any]:
-        """``job``'s value and exception if it ends within ``wait`` seconds, else a future."""
+        self, job: Callable[[], Ended], wait: float, later: Callable[[], _Pending]
+    ) -> Ended | _Pending:
+        """How ``job`` ended if it ends within ``wait`` seconds, else ``later()`` awaiting it."""
         self.busy = True
         self._job = job
         os.write(self._go_write, b"\0")
@@ -264,10 +479,8 @@ class _Lane:
         if not select.select(ended, [], [], wait)[0]:
             with self._handover:
                 if not select.select(ended, [], [], 0)[0]:
-                    late: Future[Any] = Future()
-                    late.set_running_or_notify_cancel()  # like a pool's: running, uncancellable
-                    self._late = late
-                    return late
+                    self._late = later()
+                    return self._late
         os.read(self._ended_read, 1)
         self.busy = False
         outcome, self._outcome = self._outcome, (None, None)
@@ -284,21 +497,14 @@ class _Lane:
             while os.read(self._go_read, 1):
                 job, self._job = self._job, None
                 assert job is not None
-                value, error = None, None
-                try:
-                    value = job()
-                except BaseException as exc:
-                    error = exc
+                outcome = job()
                 with self._handover:
                     late, self._late = self._late, None
                     if late is None:
-                        self._outcome = (value, error)
+                        self._outcome = outcome
                         os.write(self._ended_write, b"\0")
                         continue
-                if error is None:
-                    late.set_result(value)
-                else:
-                    late.set_exception(error)
+                late.deliver(outcome)
                 self.busy = False
         finally:
             for fd in (self._go_read, self._ended_read, self._ended_write):
@@ -315,8 +521,6 @@ class Dispatcher:
         max_concurrency: calls executing at once, across all callers.
         max_calls_per_turn: calls of one turn beyond this are refused.
         max_argument_bytes: argument text beyond this is refused unread.
-        ledger: when given, identical successful calls to tools marked
-            ``side_effects`` are answered from it (marked ``replayed``).
     """
 
     def __init__(
@@ -327,24 +531,28 @@ class Dispatcher:
         max_concurrency: int = 16,
         max_calls_per_turn: int = 128,
         max_argument_bytes: int = 1_000_000,
-        ledger: Ledger | None = None,
     ) -> None:
         self.tools = tools
         self.timeout = timeout
         self.max_calls_per_turn = max_calls_per_turn
         self.max_argument_bytes = max_argument_bytes
-        self.ledger = ledger
         self._max_concurrency = max_concurrency
         self._checkers: dict[str, ArgumentChecker] = {}
         self._slots = _Slots(max_concurrency)
-        self._executor: ThreadPoolExecutor | None = None
+        self._workers: _Workers | None = None
         self._lane: _Lane | None = None
+        self._abandoned = _Abandoned()
+
+    @property
+    def abandoned(self) -> int:
+        """Calls given up on (timed out, or their caller stopped) whose tool still runs."""
+        return self._abandoned.count
 
     def close(self) -> None:
         """Stop the worker threads; a sync tool still running is abandoned, not joined."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
         if self._lane is not None:
             self._lane.close()
             self._lane = None
@@ -425,7 +633,13 @@ class Dispatcher:
     # --- execution ------------------------------------------------------------------
 
     def execute_nowait(
-        self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
+        self,
+        prepared: _Prepared,
+        *,
+        round_: int = 0,
+        source: str = "json",
+        alone: bool = False,
+        ledger: Ledger | None = None,
     ) -> CallRecord | Awaitable[CallRecord]:
         """Like `execute`, but a call that can be answered at once comes back as its record.
 
@@ -436,7 +650,7 @@ class Dispatcher:
         """
         tool = prepared.tool
         record = self._record(prepared, round_, source)
-        if self._replayed(record, tool):
+        if self._replayed(record, tool, ledger):
             return record
         if (
             not alone
@@ -446,7 +660,7 @@ class Dispatcher:
             or (self._lane is not None and self._lane.busy)
             or not self._slots.try_take()
         ):
-            return _Deferred(partial(self._execute, record, tool, prepared.kwargs))
+            return _Deferred(partial(self._execute, record, tool, prepared.kwargs, ledger))
         timeout = self._timeout_for(tool)
         record.started_at = time.time()
         start = time.perf_counter()
@@ -460,19 +674,32 @@ class Dispatcher:
                 self._lane = _Lane()
                 # Its thread ends with the dispatcher even if close() is never called.
                 weakref.finalize(self, self._lane.close)
-            ended = self._lane.run(partial(tool.function, **prepared.kwargs), wait)
+            ended = self._lane.run(
+                partial(_invoke, tool.function, prepared.kwargs),
+                wait,
+                partial(_Pending, loop, self._abandoned, tool.name),
+            )
         except BaseException:
             self._slots.give()
             raise
-        if isinstance(ended, Future):
-            later = loop.create_task(self._finish_later(record, tool, ended, start, timeout))
+        if isinstance(ended, _Pending):
+            later = loop.create_task(
+                self._finish_later(
+                    record=record,
+                    tool=tool,
+                    pending=ended,
+                    start=start,
+                    timeout=timeout,
+                    ledger=ledger,
+                )
+            )
             # The slot is the task's now, given back however the task ends, even if it
             # is cancelled before its first step.
             later.add_done_callback(self._slots.give_back)
             return later
         self._slots.give()
         value, error = ended
-        self._conclude(record, tool, timeout, start, value=value, error=error)
+        self._conclude(record, tool, timeout, start, value=value, error=error, ledger=ledger)
         return record
 
     @staticmethod
@@ -486,77 +713,123 @@ class Dispatcher:
             source=source,
         )
 
-    def _replayed(self, record: CallRecord, tool: Tool) -> bool:
-        """Answer ``record`` from the ledger if an identical call already succeeded."""
-        if self.ledger is None or not tool.side_effects:
+    @staticmethod
+    def _replayed(record: CallRecord, tool: Tool, ledger: Ledger | None) -> bool:
+        """Answer ``record`` from the ledger if it replays a call that already succeeded."""
+        if ledger is None or not tool.side_effects:
             return False
-        earlier = self.ledger.lookup(tool.name, record.arguments)
+        earlier = ledger.replay(tool.name, record.arguments)
         if earlier is None:
             return False
         record.result = earlier.result
         record.replayed = True
         record.started_at = time.time()
+        ledger.write(record)
         return True
 
     async def execute(
-        self, prepared: _Prepared, *, round_: int = 0, source: str = "json", alone: bool = False
+        self,
+        prepared: _Prepared,
+        *,
+        round_: int = 0,
+        source: str = "json",
+        alone: bool = False,
+        ledger: Ledger | None = None,
     ) -> CallRecord:
         """Run a prepared call; whatever the tool does, a record comes back."""
-        record = self.execute_nowait(prepared, round_=round_, source=source, alone=alone)
+        record = self.execute_nowait(
+            prepared, round_=round_, source=source, alone=alone, ledger=ledger
+        )
         return record if isinstance(record, CallRecord) else await record
 
-    async def _execute(self, record: CallRecord, tool: Tool, kwargs: dict[str, Any]) -> CallRecord:
+    async def _execute(
+        self, record: CallRecord, tool: Tool, kwargs: dict[str, Any], ledger: Ledger | None
+    ) -> CallRecord:
         timeout = self._timeout_for(tool)
         await self._slots.take()
         try:
             record.started_at = time.time()
             start = time.perf_counter()
-            try:
-                if tool.is_async:
-                    invocation = tool.function(**kwargs)
-                    value = await (invocation if timeout is None else wait_for(invocation, timeout))
-                else:
-                    value = await self._thread_result(self._submit(tool, kwargs), timeout)
-            except Exception as exc:
-                self._conclude(record, tool, timeout, start, error=exc)
+            if tool.is_async:
+                ended = await self._run_async(tool, kwargs, timeout)
             else:
-                self._conclude(record, tool, timeout, start, value=value)
+                pending = _Pending(asyncio.get_running_loop(), self._abandoned, tool.name)
+                try:
+                    self._start_thread(tool, kwargs, pending)
+                except RuntimeError as exc:
+                    record.error = f"{tool.name} was not started: no thread for it: {exc}"
+                    return record
+                ended = await pending.wait(timeout)
+            value, error = (None, TimeoutError()) if ended is None else ended
+            self._conclude(record, tool, timeout, start, value=value, error=error, ledger=ledger)
         finally:
             self._slots.give()
         return record
 
+    def _start_thread(self, tool: Tool, kwargs: dict[str, Any], pending: _Pending) -> None:
+        if self._workers is None:
+            self._workers = _Workers()
+        function = tool.function
+        self._workers.start(lambda: pending.deliver(_invoke(function, kwargs)))
+
+    async def _run_async(
+        self, tool: Tool, kwargs: dict[str, Any], timeout: float | None
+    ) -> Ended | None:
+        """How an async tool ended, or None if it outlasted ``timeout`` (it is abandoned).
+
+        A tool that catches its cancellation and goes on still times out on time: it
+        runs as a task of its own, which is cancelled and left to end as it will.
+        """
+        try:
+            invocation = tool.function(**kwargs)
+            if timeout is None:
+                return await invocation, None
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the caller's cancellation, not the tool's failure
+            return None, exc
+        except BaseException as exc:
+            return None, exc
+        running = asyncio.ensure_future(invocation)
+        try:
+            await asyncio.wait((running,), timeout=max(timeout, 0.0))
+        except asyncio.CancelledError:
+            running.cancel()
+            raise
+        if running.done():
+            if running.cancelled():
+                return None, asyncio.CancelledError()
+            error = running.exception()
+            return (None, error) if error is not None else (running.result(), None)
+        running.cancel()
+        self._abandoned.add(tool.name)
+        running.add_done_callback(self._async_abandoned_ended)
+        return None
+
+    def _async_abandoned_ended(self, task: asyncio.Future[Any]) -> None:
+        self._abandoned.remove()
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned call's failure is nobody's to log
+
     async def _finish_later(
         self,
+        *,
         record: CallRecord,
         tool: Tool,
-        future: Future[Any],
+        pending: _Pending,
         start: float,
         timeout: float | None,
+        ledger: Ledger | None,
     ) -> CallRecord:
         left = None if timeout is None else timeout - (time.perf_counter() - start)
-        try:
-            value = await self._thread_result(future, left)
-        except Exception as exc:
-            self._conclude(record, tool, timeout, start, error=exc)
-        else:
-            self._conclude(record, tool, timeout, start, value=value)
+        ended = await pending.wait(left)
+        value, error = (None, TimeoutError()) if ended is None else ended
+        self._conclude(record, tool, timeout, start, value=value, error=error, ledger=ledger)
         return record
 
     def _timeout_for(self, tool: Tool) -> float | None:
         return tool.timeout if tool.timeout is not None else self.timeout
-
-    def _submit(self, tool: Tool, kwargs: dict[str, Any]) -> Future[Any]:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._max_concurrency, thread_name_prefix="tooluse-tool"
-            )
-        return self._executor.submit(partial(tool.function, **kwargs))
-
-    @staticmethod
-    async def _thread_result(future: Future[Any], timeout: float | None) -> Any:
-        # Awaiting the wrapped future itself, not a coroutine: wait_for needs no task.
-        waiter = asyncio.wrap_future(future)
-        return await (waiter if timeout is None else wait_for(waiter, max(timeout, 0.0)))
 
     def _conclude(
         self,
@@ -567,27 +840,33 @@ class Dispatcher:
         *,
         value: Any = None,
         error: BaseException | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
-        """Fill in how the call ended, and remember it in the ledger if it counts."""
+        """Fill in how the call ended, and write it in the ledger if it counts."""
         if error is None:
             try:
-                record.result = to_jsonable_python(value)
+                result = to_jsonable_python(value)
             except Exception as exc:
                 record.error = (
                     f"{tool.name} returned a {type(value).__name__}, "
                     f"which cannot be sent as JSON: {exc}"
                 )
+            else:
+                record.result, as_text = _writable(result)
+                if as_text:
+                    record.repairs += (
+                        "the result held an integer too long for a JSON number; "
+                        "it is given as text",
+                    )
         elif isinstance(error, ModelRetry):
             record.error = error.message
         elif isinstance(error, TimeoutError) and timeout is not None:
             record.error = f"{tool.name} timed out after {timeout:g} s"
-        elif isinstance(error, Exception):
-            record.error = f"{tool.name} failed: {type(error).__name__}: {error}"
         else:
-            raise error
+            record.error = f"{tool.name} failed: {type(error).__name__}: {error}"
         record.duration_s = time.perf_counter() - start
-        if self.ledger is not None and tool.side_effects and record.ok:
-            self.ledger.remember(record)
+        if ledger is not None and tool.side_effects and record.ok:
+            ledger.write(record)
 
     async def run(
         self, calls: Sequence[ToolCall], *, round_: int = 0, source: str = "json"
@@ -633,10 +912,17 @@ class Dispatcher:
         call_id: str,
         round_: int = 0,
         source: str = "script",
+        ledger: Ledger | None = None,
     ) -> Outcome:
-        """Validate and execute one call given by name (how scripts call tools)."""
+        """Validate and execute one call given by name (how scripts call tools).
+
+        With a ``ledger``, a call that replays the failed script before it is
+        answered from there (see `Ledger`).
+        """
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
-        outcome = self.call_nowait(name, text, call_id=call_id, round_=round_, source=source)
+        outcome = self.call_nowait(
+            name, text, call_id=call_id, round_=round_, source=source, ledger=ledger
+        )
         return outcome if isinstance(outcome, CallRecord | RejectedCall) else await outcome
 
     def call_nowait(
@@ -647,6 +933,7 @@ class Dispatcher:
         call_id: str,
         round_: int = 0,
         source: str = "script",
+        ledger: Ledger | None = None,
     ) -> Outcome | Awaitable[Outcome]:
         """Like `call`, but an outcome that is ready at once is returned as it is.
 
@@ -663,7 +950,9 @@ class Dispatcher:
             prepared = self._prepare_decoded(call_id, name, arguments, round_=round_, source=source)
         if isinstance(prepared, RejectedCall):
             return prepared
-        return self.execute_nowait(prepared, round_=round_, source=source, alone=True)
+        return self.execute_nowait(
+            prepared, round_=round_, source=source, alone=True, ledger=ledger
+        )
 
     def call_direct(
         self,
@@ -673,6 +962,7 @@ class Dispatcher:
         call_id: str | Callable[[], str],
         round_: int = 0,
         source: str = "script",
+        ledger: Ledger | None = None,
     ) -> Outcome | DirectRun | None:
         """Check a call on the caller's own thread, to run a sync tool right there.
 
@@ -709,13 +999,13 @@ class Dispatcher:
                     return prepared
                 record = self._record(prepared, round_, source)
                 kwargs = prepared.kwargs
-            if self._replayed(record, tool):
+            if self._replayed(record, tool, ledger):
                 self._slots.give_from_thread()
                 return record
         except BaseException:
             self._slots.give_from_thread()
             raise
-        return DirectRun(self, record, tool, kwargs)
+        return DirectRun(self, record, tool, kwargs, ledger)
 
     def _quick_record(
         self, call_id: str, tool: Tool, arguments: dict[str, Any], round_: int, source: str

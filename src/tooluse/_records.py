@@ -100,7 +100,9 @@ class ScriptRecord:
 
     The calls it made are in `RunResult.calls` / `RunResult.rejected` like JSON
     calls (their ids start with this script's id). `status` is the sandbox's:
-    ``ok``, ``error``, ``timeout``, ``killed`` or ``sandbox_error``.
+    ``ok``, ``error``, ``timeout``, ``killed`` or ``sandbox_error``. `replayed`
+    holds its calls answered from the failed script before it (see `Ledger`);
+    the model is told which they were.
     """
 
     id: str
@@ -113,6 +115,7 @@ class ScriptRecord:
     truncated: bool = False
     duration_s: float = 0.0
     repairs: tuple[str, ...] = ()
+    replayed: tuple[CallRecord, ...] = ()
 
     @property
     def content(self) -> str:
@@ -128,6 +131,12 @@ class ScriptRecord:
                 if self.status == "ok"
                 else f"(the script ended with status {self.status})"
             )
+        if self.replayed:
+            parts.append(
+                "Note: these calls were not run again, because they had succeeded in the "
+                "failed script before this one; they returned their earlier results: "
+                + ", ".join(_as_python(c) for c in self.replayed)
+            )
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,4 +151,10 @@ class ScriptRecord:
             "truncated": self.truncated,
             "duration_s": self.duration_s,
             "repairs": list(self.repairs),
+            "replayed": [c.id for c in self.replayed],
         }
+
+
+def _as_python(call: CallRecord) -> str:
+    arguments = ", ".join(f"{name}={value!r}" for name, value in call.arguments.items())
+    return f"{call.name}({arguments})"

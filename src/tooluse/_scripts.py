@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._dispatch import DirectRun, Dispatcher
+from ._dispatch import DirectRun, Dispatcher, Ledger
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from .sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from .tools import Tool, Toolbox
@@ -60,7 +60,11 @@ class _Direct:
 
 
 class ScriptRunner:
-    """Runs scripts against a toolbox: one warm sandbox, one dispatcher."""
+    """Runs scripts against a toolbox: one warm sandbox, one dispatcher.
+
+    The scripts of one runner are retries of each other as far as the `Ledger` goes:
+    use one runner per run.
+    """
 
     def __init__(
         self,
@@ -75,6 +79,7 @@ class ScriptRunner:
         self.sandbox = sandbox
         self.module = module
         self.timeout = timeout
+        self.ledger = Ledger()
         signatures = tools.stub_signatures()
         self._proxies = [ProxySpec(s.function, [p for p, _ in s.params]) for s in signatures]
         # Python names the stubs use in place of the schema's (``from_`` for ``from``).
@@ -99,7 +104,12 @@ class ScriptRunner:
             tool_name, names = self._by_function[function]
             schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
             outcome = self.dispatcher.call_nowait(
-                tool_name, schema_arguments, call_id=next_id(), round_=round_, source="script"
+                tool_name,
+                schema_arguments,
+                call_id=next_id(),
+                round_=round_,
+                source="script",
+                ledger=self.ledger,
             )
             if isinstance(outcome, CallRecord | RejectedCall):
                 return reply(outcome)
@@ -112,7 +122,12 @@ class ScriptRunner:
             if names:
                 arguments = {names.get(k, k): v for k, v in arguments.items()}
             outcome = self.dispatcher.call_direct(
-                tool_name, arguments, call_id=next_id, round_=round_, source="script"
+                tool_name,
+                arguments,
+                call_id=next_id,
+                round_=round_,
+                source="script",
+                ledger=self.ledger,
             )
             if outcome is None:
                 return None
@@ -139,6 +154,7 @@ class ScriptRunner:
             timeout=self.timeout,
             module_name=self.module,
         )
+        self.ledger.script_ended(result.status == "ok")
         record = ScriptRecord(
             id=script_id,
             code=code,
@@ -150,6 +166,7 @@ class ScriptRunner:
             truncated=result.truncated,
             duration_s=result.duration_s,
             repairs=tuple(repairs),
+            replayed=tuple(o for o in outcomes if isinstance(o, CallRecord) and o.replayed),
         )
         return record, outcomes
 

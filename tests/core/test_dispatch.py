@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -108,10 +109,22 @@ async def test_hung_sync_tool_is_abandoned_after_its_timeout() -> None:
         return "late"
 
     dispatcher = Dispatcher(Toolbox([stuck]))
-    (outcome,) = await dispatcher.run([call("stuck", {})])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (outcome,) = await dispatcher.run([call("stuck", {})])
+        (again,) = await dispatcher.run([call("stuck", {})])
     dispatcher.close()  # must not wait for the stuck thread
+    assert dispatcher.abandoned == 2
     release.set()
-    assert isinstance(outcome, CallRecord) and "timed out" in (outcome.error or "")
+    assert isinstance(outcome, CallRecord) and outcome.error == "stuck timed out after 0.2 s"
+    assert isinstance(again, CallRecord) and again.error == outcome.error
+    assert [str(w.message).split(";")[0] for w in caught] == [
+        "stuck is still running after its call was given up on"
+    ]
+    deadline = time.monotonic() + 10
+    while dispatcher.abandoned and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert dispatcher.abandoned == 0
 
 
 async def test_model_retry_message_goes_to_the_model_verbatim() -> None:
@@ -186,7 +199,7 @@ async def test_concurrency_limit_is_respected() -> None:
     assert peak == 2
 
 
-async def test_ledger_answers_repeated_side_effects_without_running_them() -> None:
+async def test_a_ledger_replays_the_successes_of_a_failed_script_in_order() -> None:
     sent: list[str] = []
 
     @tool(side_effects=True)
@@ -195,14 +208,29 @@ async def test_ledger_answers_repeated_side_effects_without_running_them() -> No
         sent.append(to)
         return f"sent to {to}"
 
-    dispatcher = Dispatcher(Toolbox([send_email]), ledger=Ledger())
-    first = await dispatcher.call("send_email", {"to": "a@x"}, call_id="1")
-    second = await dispatcher.call("send_email", {"to": "a@x"}, call_id="2")
-    third = await dispatcher.call("send_email", {"to": "b@x"}, call_id="3")
-    assert sent == ["a@x", "b@x"]
-    assert isinstance(second, CallRecord) and second.replayed and second.result == "sent to a@x"
-    assert isinstance(first, CallRecord) and not first.replayed
-    assert isinstance(third, CallRecord) and not third.replayed
+    dispatcher = Dispatcher(Toolbox([send_email]))
+    ledger = Ledger()
+
+    async def script(*recipients: str) -> list[CallRecord]:
+        outcomes = [
+            await dispatcher.call("send_email", {"to": to}, call_id=str(i), ledger=ledger)
+            for i, to in enumerate(recipients)
+        ]
+        return [o for o in outcomes if isinstance(o, CallRecord)]
+
+    await script("a@x", "b@x")
+    ledger.script_ended(ok=False)
+    retried = await script("a@x", "c@x", "b@x")
+    ledger.script_ended(ok=True)
+    after_success = await script("a@x")
+    dispatcher.close()
+    assert sent == ["a@x", "b@x", "c@x", "b@x", "a@x"]
+    assert [(c.result, c.replayed) for c in retried] == [
+        ("sent to a@x", True),
+        ("sent to c@x", False),
+        ("sent to b@x", False),
+    ]
+    assert [c.replayed for c in after_success] == [False]
 
 
 async def test_repairs_are_recorded_on_the_call() -> None:
@@ -368,10 +396,12 @@ async def test_decoded_arguments_are_refused_like_their_text() -> None:
 
 async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
     gate = asyncio.Event()
+    holding = asyncio.Event()
 
     @tool
     async def hold() -> str:
         """Hold the only slot until the gate opens."""
+        holding.set()
         await gate.wait()
         return "held"
 
@@ -382,9 +412,12 @@ async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
 
     dispatcher = Dispatcher(Toolbox([hold, quick]), timeout=None, max_concurrency=1)
     holder = asyncio.ensure_future(dispatcher.call("hold", {}, call_id="1"))
+    await asyncio.wait_for(holding.wait(), 10)
+    # Started while the holder runs, both wait for the slot.
     first = asyncio.ensure_future(dispatcher.call("quick", {}, call_id="2"))
     second = asyncio.ensure_future(dispatcher.call("quick", {}, call_id="3"))
-    await asyncio.sleep(0.01)  # both wait for the slot
+    await asyncio.sleep(0)
+    assert not first.done() and not second.done()
     gate.set()
     first.cancel()  # after the holder is woken: its slot skips the cancelled waiter
     held, answered = await holder, await asyncio.wait_for(second, 5)

@@ -151,9 +151,14 @@ def test_a_side_effect_already_made_is_replayed_without_a_slot() -> None:
         sent.append(to)
         return f"sent to {to}"
 
-    dispatcher = Dispatcher(Toolbox([send]), ledger=Ledger())
-    first = run_direct(dispatcher, "send", {"to": "ann"})
-    again = dispatcher.call_direct("send", {"to": "ann"}, call_id="d2")
+    dispatcher = Dispatcher(Toolbox([send]))
+    ledger = Ledger()
+    run = dispatcher.call_direct("send", {"to": "ann"}, call_id="d1", ledger=ledger)
+    assert isinstance(run, DirectRun)
+    first = run.run()
+    assert first is not None
+    ledger.script_ended(ok=False)
+    again = dispatcher.call_direct("send", {"to": "ann"}, call_id="d2", ledger=ledger)
     assert isinstance(again, CallRecord)
     assert again.replayed and again.result == first.result == "sent to ann"
     assert sent == ["ann"]
@@ -188,7 +193,7 @@ async def test_a_direct_run_holds_the_only_slot_until_it_runs() -> None:
     assert dispatcher._slots.in_use == 0
 
 
-def test_abandoning_before_the_run_records_a_timeout_and_the_run_comes_to_nothing() -> None:
+def test_abandoning_before_the_run_records_a_call_not_started_and_never_starts_it() -> None:
     ran: list[int] = []
 
     @tool(timeout=0.5)
@@ -203,11 +208,12 @@ def test_abandoning_before_the_run_records_a_timeout_and_the_run_comes_to_nothin
     assert run.timeout == 0.5
     record = run.abandon()
     assert record is not None
-    assert record.error == "quick timed out after 0.5 s"
+    assert record.error == "quick was not started: its 0.5 s ran out first"
     assert record.result is None
     assert dispatcher._slots.in_use == 0
     assert on_thread(run.run) is None
-    assert record.error == "quick timed out after 0.5 s"
+    assert ran == []
+    assert record.error == "quick was not started: its 0.5 s ran out first"
     assert dispatcher._slots.in_use == 0
 
 
@@ -261,11 +267,11 @@ def test_abandoning_with_a_reason_or_without_a_timeout_says_so() -> None:
     untimed = dispatcher.call_direct("add", {"a": 1}, call_id="d2")
     assert isinstance(stopped, DirectRun) and isinstance(untimed, DirectRun)
     assert untimed.timeout is None
-    stopped_record = stopped.abandon("the script was stopped before the call ended")
+    stopped_record = stopped.abandon("the script was stopped")
     untimed_record = untimed.abandon()
     assert stopped_record is not None and untimed_record is not None
-    assert stopped_record.error == "the script was stopped before the call ended"
-    assert untimed_record.error == "add was abandoned before it ended"
+    assert stopped_record.error == "add was not started: the script was stopped"
+    assert untimed_record.error == "add was not started: it was abandoned"
     assert dispatcher._slots.in_use == 0
 
 

@@ -214,22 +214,19 @@ async def test_a_hung_direct_call_times_out_and_the_next_call_runs_on_a_new_thre
     try:
         stdout, calls = await run_ok(
             sandbox,
-            "import time, tools\n"
-            "start = time.perf_counter()\n"
+            "import tools\n"
             "try:\n"
             "    tools.stuck()\n"
             "except tools.ToolError as exc:\n"
             "    print(exc.kind, exc)\n"
-            "print(time.perf_counter() - start)\n"
             "print(tools.after())\n",
             dispatcher,
         )
     finally:
         release.set()
         dispatcher.close()
-    error, waited, answer = stdout.splitlines()
+    error, answer = stdout.splitlines()
     assert error == "tool stuck timed out after 0.3 s"
-    assert 0.3 <= float(waited) <= 1.5
     assert answer == "fine"
     assert threads.names() == [CHANNEL_THREAD, CHANNEL_THREAD]
     assert threads.idents("stuck") != threads.idents("after")
@@ -257,14 +254,12 @@ async def test_the_script_timeout_cuts_short_a_hung_direct_call(sandbox: Sandbox
 
     dispatcher = Dispatcher(Toolbox([hang, add]))
     try:
-        began = time.perf_counter()
         record, outcomes = await run_script(
             sandbox,
             "import tools\nprint('before', flush=True)\ntools.hang()\n",
             dispatcher,
             timeout=1,
         )
-        took = time.perf_counter() - began
         release.set()
         stdout, calls = await run_ok(sandbox, "import tools\nprint(tools.add(2, 3))\n", dispatcher)
     finally:
@@ -273,7 +268,6 @@ async def test_the_script_timeout_cuts_short_a_hung_direct_call(sandbox: Sandbox
     assert started.is_set()
     assert record.status == "timeout", record.error
     assert record.stdout == "before\n"
-    assert took < 3
     assert [(o.name, o.error) for o in outcomes] == [
         ("hang", "the script was stopped before the call ended")
     ]

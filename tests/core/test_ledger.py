@@ -1,0 +1,157 @@
+"""The side-effect ledger answers only the retry of a script that failed half-way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tooluse import Agent, RunResult, Toolbox, tool
+from tooluse.models import ScriptedModel
+
+
+def fenced(code: str) -> dict[str, str]:
+    return {"content": f"```python\nimport tools\n{code}\n```"}
+
+
+def json_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ]
+    }
+
+
+class Cart:
+    """A tool with side effects, and what it really did."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+
+        @tool(side_effects=True)
+        def add(item: str) -> str:
+            """Add an item to the cart."""
+            self.added.append(item)
+            return f"added {item}"
+
+        self.toolbox = Toolbox([add])
+
+
+@pytest.fixture
+def cart() -> Cart:
+    return Cart()
+
+
+@pytest.fixture
+def agents() -> Iterator[list[Agent]]:
+    made: list[Agent] = []
+    yield made
+    for agent in made:
+        agent.close()
+
+
+def code_agent(agents: list[Agent], cart: Cart, replies: list[dict[str, Any]]) -> Agent:
+    agent = Agent(ScriptedModel(replies), cart.toolbox, convention="code", script_timeout=20)
+    agents.append(agent)
+    return agent
+
+
+def replayed(result: RunResult) -> list[tuple[str, bool]]:
+    return [(c.arguments["item"], c.replayed) for c in result.calls]
+
+
+def test_identical_calls_in_one_script_all_run(agents: list[Agent], cart: Cart) -> None:
+    script = "for _ in range(3):\n    print(tools.add(item='x'))"
+    result = code_agent(agents, cart, [fenced(script), {"content": "done"}]).run("add x thrice")
+    assert result.status == "completed"
+    assert cart.added == ["x", "x", "x"]
+    assert replayed(result) == [("x", False)] * 3
+
+
+def test_identical_json_calls_in_later_rounds_run(cart: Cart) -> None:
+    model = ScriptedModel(
+        [
+            json_call("c1", "add", {"item": "x"}),
+            json_call("c2", "add", {"item": "x"}),
+            {"content": "done"},
+        ]
+    )
+    result = Agent(model, cart.toolbox).run("add x twice")
+    assert result.status == "completed"
+    assert cart.added == ["x", "x"]
+    assert replayed(result) == [("x", False)] * 2
+
+
+def test_a_script_that_succeeded_is_not_replayed(agents: list[Agent], cart: Cart) -> None:
+    script = "print(tools.add(item='x'))"
+    result = code_agent(agents, cart, [fenced(script), fenced(script), {"content": "done"}]).run(
+        "add x, then again"
+    )
+    assert cart.added == ["x", "x"]
+    assert replayed(result) == [("x", False)] * 2
+
+
+def test_separate_runs_of_one_agent_share_nothing(agents: list[Agent], cart: Cart) -> None:
+    failing = "print(tools.add(item='x'))\nraise RuntimeError('half-way')"
+    agent = code_agent(
+        agents, cart, [fenced(failing), {"content": "gave up"}, fenced(failing), {"content": "no"}]
+    )
+    first, second = agent.run("add x"), agent.run("add x again")
+    assert [first.scripts[0].status, second.scripts[0].status] == ["error", "error"]
+    assert cart.added == ["x", "x"]
+    assert replayed(first) + replayed(second) == [("x", False)] * 2
+
+
+def test_the_retry_of_a_failed_script_replays_its_successes_in_order(
+    agents: list[Agent], cart: Cart
+) -> None:
+    failing = (
+        "print(tools.add(item='a'))\n"
+        "print(tools.add(item='b'))\n"
+        "print(tools.add(item='a'))\n"
+        "raise RuntimeError('half-way')"
+    )
+    retry = (
+        "print(tools.add(item='a'))\n"
+        "print(tools.add(item='b'))\n"
+        "print(tools.add(item='c'))\n"
+        "print(tools.add(item='a'))"
+    )
+    result = code_agent(agents, cart, [fenced(failing), fenced(retry), {"content": "done"}]).run(
+        "fill the cart"
+    )
+    assert result.status == "completed"
+    assert [s.status for s in result.scripts] == ["error", "ok"]
+    # The first call that differs from the failed script ends the replay.
+    assert cart.added == ["a", "b", "a", "c", "a"]
+    assert replayed(result) == [
+        ("a", False),
+        ("b", False),
+        ("a", False),
+        ("a", True),
+        ("b", True),
+        ("c", False),
+        ("a", False),
+    ]
+    told = result.messages[5].content or ""
+    assert told.startswith("added a\nadded b\nadded c\nadded a\n")
+    assert "not run again" in told
+    assert "add(item='a'), add(item='b')" in told
+    assert "not run again" not in (result.messages[3].content or "")
+
+
+def test_a_retry_that_fails_again_is_retried_from_both(agents: list[Agent], cart: Cart) -> None:
+    first = "print(tools.add(item='a'))\nraise RuntimeError('half-way')"
+    second = "print(tools.add(item='a'))\nprint(tools.add(item='b'))\nraise RuntimeError('again')"
+    third = "print(tools.add(item='a'))\nprint(tools.add(item='b'))\nprint(tools.add(item='c'))"
+    result = code_agent(
+        agents, cart, [fenced(first), fenced(second), fenced(third), {"content": "done"}]
+    ).run("fill the cart")
+    assert cart.added == ["a", "b", "c"]
+    assert [c.replayed for c in result.calls] == [False, True, False, True, True, False]

@@ -1,0 +1,273 @@
+"""Tools that misbehave: every call is still recorded, and the run ends with a result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tooluse import Agent, CallRecord, RunResult, Toolbox, tool
+from tooluse.models import ScriptedModel
+
+# A deadline for runs that must end; a run that hangs fails the test instead of the suite.
+DEADLINE_S = 60
+
+
+def json_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ]
+    }
+
+
+def fenced(code: str) -> dict[str, str]:
+    return {"content": f"```python\nimport tools\n{code}\n```"}
+
+
+@pytest.fixture
+def agents() -> Iterator[list[Agent]]:
+    made: list[Agent] = []
+    yield made
+    for agent in made:
+        agent.close()
+
+
+async def run_json(toolbox: Toolbox, name: str, **settings: Any) -> RunResult:
+    model = ScriptedModel([json_call(name, {}), {"content": "done"}])
+    agent = Agent(model, toolbox, **settings)
+    return await asyncio.wait_for(agent.arun("go"), DEADLINE_S)
+
+
+async def run_code(agents: list[Agent], toolbox: Toolbox, code: str, **settings: Any) -> RunResult:
+    model = ScriptedModel([fenced(code), {"content": "done"}])
+    agent = Agent(model, toolbox, convention="code", script_timeout=30, **settings)
+    agents.append(agent)
+    return await asyncio.wait_for(agent.arun("go"), DEADLINE_S)
+
+
+def only_call(result: RunResult) -> CallRecord:
+    assert result.status == "completed", result.error
+    (call,) = result.calls
+    return call
+
+
+@tool
+def huge() -> int:
+    """A number too long for the usual encoding."""
+    return 7**9000
+
+
+@tool
+def nested_huge() -> dict[str, Any]:
+    """A structure holding such a number."""
+    return {"n": 7**9000, "small": 1}
+
+
+async def test_a_result_too_long_for_json_is_recorded_as_text() -> None:
+    result = await run_json(Toolbox([huge]), "huge")
+    call = only_call(result)
+    assert call.ok and call.result == _decimal(7**9000)
+    assert any("as text" in note for note in call.repairs)
+    assert result.messages[2].content == call.result
+
+
+async def test_a_nested_result_too_long_for_json_keeps_its_shape(agents: list[Agent]) -> None:
+    result = await run_code(
+        agents, Toolbox([nested_huge]), "r = tools.nested_huge()\nprint(len(r['n']), r['small'])"
+    )
+    call = only_call(result)
+    assert call.ok and call.result == {"n": _decimal(7**9000), "small": 1}
+    assert result.scripts[0].stdout == f"{len(_decimal(7**9000))} 1\n"
+
+
+def _decimal(value: int) -> str:
+    import decimal
+
+    with decimal.localcontext() as context:
+        context.prec = decimal.MAX_PREC
+        return str(decimal.Decimal(value))
+
+
+@tool
+def exits() -> str:
+    """Parse arguments the way a command line does, and give up."""
+    raise SystemExit(2)
+
+
+@tool
+def interrupts() -> str:
+    """Raise what a Ctrl-C raises."""
+    raise KeyboardInterrupt
+
+
+@tool
+async def cancels() -> str:
+    """Raise CancelledError without being cancelled."""
+    raise asyncio.CancelledError
+
+
+@tool
+def stops() -> str:
+    """Raise StopIteration, as next() on an empty iterator does."""
+    return next(iter([]))
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "error"),
+    [
+        ("exits", "exits failed: SystemExit: 2"),
+        ("interrupts", "interrupts failed: KeyboardInterrupt: "),
+        ("cancels", "cancels failed: CancelledError: "),
+        ("stops", "stops failed: StopIteration: "),
+    ],
+)
+async def test_a_tool_raising_a_base_exception_gets_an_error_result(
+    tool_name: str, error: str
+) -> None:
+    result = await run_json(
+        Toolbox([exits, interrupts, cancels, stops]), tool_name, tool_timeout=None
+    )
+    assert only_call(result).error == error
+
+
+@pytest.mark.parametrize("tool_name", ["exits", "interrupts", "stops"])
+async def test_a_script_calling_a_tool_raising_a_base_exception_goes_on(
+    agents: list[Agent], tool_name: str
+) -> None:
+    result = await run_code(
+        agents,
+        Toolbox([exits, interrupts, stops]),
+        f"try:\n    tools.{tool_name}()\nexcept tools.ToolError as exc:\n    print(exc.kind)",
+        tool_timeout=None,
+    )
+    call = only_call(result)
+    assert call.error is not None and call.error.startswith(f"{tool_name} failed: ")
+    assert result.scripts[0].stdout == "tool\n"
+
+
+async def test_an_async_tool_ignoring_its_timeout_is_recorded_as_timed_out(
+    agents: list[Agent],
+) -> None:
+    release = asyncio.Event()
+    outlived: list[str] = []
+
+    @tool
+    async def stubborn() -> str:
+        """Ignore cancellation until released."""
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                outlived.append("cancelled, went on")
+        return "finished late"
+
+    try:
+        from_json = await run_json(Toolbox([stubborn]), "stubborn", tool_timeout=0.2)
+        from_code = await run_code(
+            agents,
+            Toolbox([stubborn]),
+            "try:\n    tools.stubborn()\nexcept tools.ToolError as exc:\n    print(exc)",
+            tool_timeout=0.2,
+        )
+    finally:
+        release.set()
+    for result in (from_json, from_code):
+        assert only_call(result).error == "stubborn timed out after 0.2 s"
+    assert from_code.scripts[0].stdout == "stubborn timed out after 0.2 s\n"
+    assert outlived
+
+
+def test_sync_tools_that_never_return_do_not_block_exit() -> None:
+    program = textwrap.dedent(
+        """
+        import json, threading, warnings
+        from tooluse import Agent, tool
+        from tooluse.models import ScriptedModel
+
+        @tool
+        def forever() -> str:
+            '''Never returns.'''
+            threading.Event().wait()
+            return "never"
+
+        @tool
+        def quick() -> str:
+            '''Answers at once.'''
+            return "quick"
+
+        def calls(*names):
+            return {"tool_calls": [
+                {"id": f"c{i}", "type": "function",
+                 "function": {"name": name, "arguments": "{}"}}
+                for i, name in enumerate(names)]}
+
+        model = ScriptedModel([
+            calls("forever", "forever"), calls("forever"), calls("quick"), {"content": "done"}
+        ])
+        agent = Agent(model, [forever, quick], tool_timeout=0.2, max_concurrency=2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = agent.run("go")
+        print(json.dumps({
+            "status": result.status,
+            "errors": [c.error for c in result.calls],
+            "warnings": [str(w.message) for w in caught],
+        }))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["status"] == "completed"
+    assert report["errors"] == ["forever timed out after 0.2 s"] * 3 + [None]
+    assert len([w for w in report["warnings"] if "still running" in w]) == 1, report
+
+
+def test_threads_started_here_are_not_left_running() -> None:
+    before = set(threading.enumerate())
+    result = Agent(ScriptedModel([json_call("stops", {}), {"content": "done"}]), [stops]).run("go")
+    assert only_call(result).error == "stops failed: StopIteration: "
+    for thread in set(threading.enumerate()) - before:
+        thread.join(DEADLINE_S)
+        assert not thread.is_alive()
+
+
+async def test_sync_tools_raising_stop_iteration_side_by_side_do_not_hang(
+    agents: list[Agent],
+) -> None:
+    both = {
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "stops", "arguments": "{}"}}
+            for i in range(2)
+        ]
+    }
+    agent = Agent(ScriptedModel([both, {"content": "done"}]), [stops], tool_timeout=None)
+    from_json = await asyncio.wait_for(agent.arun("go"), DEADLINE_S)
+    from_code = await run_code(
+        agents,
+        Toolbox([stops]),
+        "try:\n    tools.parallel(tools.stops, [{}, {}])\nexcept tools.ToolError as exc:\n"
+        "    print(exc.kind)",
+        tool_timeout=None,
+    )
+    for result in (from_json, from_code):
+        assert result.status == "completed", result.error
+        assert [c.error for c in result.calls] == ["stops failed: StopIteration: "] * 2
