@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import CallRecord, Dispatcher, Ledger, RejectedCall, Toolbox, ToolCall, tool
+from tooluse import CallRecord, Dispatcher, RejectedCall, Toolbox, ToolCall, tool
 from tooluse._scripts import ScriptRunner
 from tooluse.sandbox import Sandbox
 
@@ -139,22 +139,3 @@ async def test_parallel_calls_respect_the_dispatchers_concurrency_limit(
     assert stdout == "66\n66\n"
     assert len(calls) == 24 and all(c.ok for c in calls)
     assert peak == 3
-
-
-async def test_a_retried_script_replays_side_effects_from_the_ledger(sandbox: Sandbox) -> None:
-    sent: list[str] = []
-
-    @tool(side_effects=True)
-    def send(to: str) -> str:
-        """Send a message."""
-        sent.append(to)
-        return f"sent to {to}"
-
-    dispatcher = Dispatcher(Toolbox([send]), ledger=Ledger())
-    script = "import tools\nprint(tools.send('ann'))\n"
-    _, first, _ = await run_script(sandbox, script, dispatcher, "s1")
-    stdout, second, _ = await run_script(sandbox, script, dispatcher, "s2")
-    dispatcher.close()
-    assert sent == ["ann"] and stdout == "sent to ann\n"
-    assert [c.replayed for c in first + second] == [False, True]
-    assert second[0].result == first[0].result
