@@ -76,7 +76,11 @@ class ScriptRunner:
         self.module = module
         self.timeout = timeout
         signatures = tools.stub_signatures()
-        self._proxies = [ProxySpec(s.function, [p for p, _ in s.params]) for s in signatures]
+        # The proxies bind arguments by the very signatures the stubs show.
+        self._proxies = [
+            ProxySpec(s.function, [p for p, _ in s.params], positional=s.positional)
+            for s in signatures
+        ]
         # Python names the stubs use in place of the schema's (``from_`` for ``from``).
         self._by_function = {
             s.function: (s.tool, {p: k for p, k in s.params if p != k}) for s in signatures

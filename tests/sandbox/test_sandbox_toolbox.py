@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from tooluse import CallRecord, Dispatcher, Ledger, RejectedCall, Toolbox, ToolCall, tool
 from tooluse._scripts import ScriptRunner
@@ -158,3 +160,56 @@ async def test_a_retried_script_replays_side_effects_from_the_ledger(sandbox: Sa
     assert sent == ["ann"] and stdout == "sent to ann\n"
     assert [c.replayed for c in first + second] == [False, True]
     assert second[0].result == first[0].result
+
+
+@tool
+def route(from_: str = Field(alias="from"), to: str = "x") -> str:
+    """A route; ``from`` is a keyword in Python, so the stub calls it ``from_``."""
+    return f"{from_}->{to}"
+
+
+async def test_the_proxy_binds_arguments_by_the_signature_the_stub_shows(
+    sandbox: Sandbox,
+) -> None:
+    # The stub puts the aliased required parameter after the optional one, keyword-only:
+    # a call binds in the script exactly as Python binds it to the stub, or fails the same.
+    box = Toolbox([route, add])
+    calls = [
+        "route(from_='A')",
+        "route('B', from_='A')",
+        "route(to='B', from_='A')",
+        "route('A', 'B')",
+        "route('A', 'B', from_='C')",
+        "add(2)",
+        "add(2, 3)",
+        "add(2, b=3)",
+        "add(2, 3, 4)",
+    ]
+    script = (
+        "import tools\n"
+        f"for call in {calls!r}:\n"
+        "    try:\n"
+        "        print(repr(eval('tools.' + call)))\n"
+        "    except TypeError:\n"
+        "        print('TypeError')\n"
+    )
+    stubs: dict[str, Any] = {}
+    exec(box.stub_module(), stubs)
+    functions = {t.name: t.function for t in box}
+    expected = []
+    for call in calls:
+        name, arguments = call.split("(", 1)
+        args, kwargs = eval(f"(lambda *a, **k: (a, k))({arguments}")
+        try:
+            bound = inspect.signature(stubs[name]).bind(*args, **kwargs)
+        except TypeError:
+            expected.append("TypeError")
+            continue
+        bound.apply_defaults()
+        expected.append(repr(functions[name](**bound.arguments)))
+    dispatcher = Dispatcher(box)
+    stdout, calls_made, rejected = await run_script(sandbox, script, dispatcher)
+    dispatcher.close()
+    assert stdout.splitlines() == expected
+    assert "TypeError" in expected and not rejected
+    assert len(calls_made) == len(calls) - expected.count("TypeError")

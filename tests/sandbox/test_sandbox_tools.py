@@ -381,4 +381,8 @@ def test_proxy_spec_validation() -> None:
         ProxySpec("f", ["class"])
     with pytest.raises(TypeError):
         ProxySpec("f", "abc")
+    with pytest.raises(ValueError, match="positional"):
+        ProxySpec("f", ["a"], positional=2)
     assert ProxySpec("f", ["a", "b"]).params == ("a", "b")
+    assert ProxySpec("f", ["a", "b"]).positional == 2
+    assert ProxySpec("f", ["a", "b"], positional=1).positional == 1

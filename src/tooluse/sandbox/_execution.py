@@ -110,7 +110,10 @@ class Execution:
                     "job": self._job_id,
                     "script": self._script,
                     "module": self._module_name,
-                    "tools": [[spec.name, list(spec.params)] for spec in self._tools.values()],
+                    "tools": [
+                        [spec.name, list(spec.params), spec.positional]
+                        for spec in self._tools.values()
+                    ],
                     "limits": self._limits.for_worker(),
                     "deadline": self._timeout,
                 },

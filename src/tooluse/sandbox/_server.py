@@ -538,7 +538,8 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     sys.argv = [_SCRIPT_FILENAME]
     sys.path[:0] = list(config.get("paths", ()))
     channel = _Channel(calls_fd, replies_fd)
-    module = _build_module(msg["module"], [(n, tuple(p)) for n, p in msg["tools"]], channel)
+    specs = [(name, tuple(params), positional) for name, params, positional in msg["tools"]]
+    module = _build_module(msg["module"], specs, channel)
     sys.modules[msg["module"]] = module
     _apply_limits(msg["limits"])
     outcome = _run_script(msg["script"], module.ToolError)
@@ -766,9 +767,12 @@ class _Channel:
         return await future
 
 
-def _build_module(
-    module_name: str, specs: list[tuple[str, tuple[str, ...]]], channel: _Channel
-) -> types.ModuleType:
+# A tool as the script sees it: its name, its parameters, and how many of them, from the
+# first, may be passed by position (the rest are keyword-only, as in the stub).
+_Spec = tuple[str, tuple[str, ...], int]
+
+
+def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> types.ModuleType:
     module = types.ModuleType(module_name, "Tools published by the host; they run on the host.")
 
     class ToolError(Exception):
@@ -788,13 +792,12 @@ def _build_module(
             return reply.get("value")
         raise ToolError(str(reply.get("message", "")), str(reply.get("kind", "tool")), name)
 
-    def bind(
-        name: str, params: tuple[str, ...], args: tuple[object, ...], kwargs: dict[str, object]
-    ) -> dict[str, object]:
-        if len(args) > len(params):
+    def bind(spec: _Spec, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
+        name, params, positional = spec
+        if len(args) > positional:
             raise TypeError(
-                f"{name}() takes {len(params)} positional argument"
-                f"{'' if len(params) == 1 else 's'} but {len(args)} were given"
+                f"{name}() takes {positional} positional argument"
+                f"{'' if positional == 1 else 's'} but {len(args)} were given"
             )
         bound: dict[str, object] = dict(zip(params, args, strict=False))
         for key, value in kwargs.items():
@@ -803,12 +806,14 @@ def _build_module(
             bound[key] = value
         return bound
 
-    def make_proxy(name: str, params: tuple[str, ...]) -> Callable[..., object]:
+    def make_proxy(spec: _Spec) -> Callable[..., object]:
+        name = spec[0]
+
         def proxy(*args: object, **kwargs: object) -> object:
-            return unwrap(name, channel.call(name, bind(name, params, args, kwargs)))
+            return unwrap(name, channel.call(name, bind(spec, args, kwargs)))
 
         async def proxy_async(*args: object, **kwargs: object) -> object:
-            reply = await channel.call_async(name, bind(name, params, args, kwargs))
+            reply = await channel.call_async(name, bind(spec, args, kwargs))
             return unwrap(name, reply)
 
         for fn in (proxy, proxy_async):
@@ -816,10 +821,10 @@ def _build_module(
             fn.__name__ = fn.__qualname__ = name
         proxy_async.__qualname__ = f"{name}.aio"
         proxy.aio = proxy_async  # type: ignore[attr-defined]
-        proxy.__tool__ = (name, params)  # type: ignore[attr-defined]
+        proxy.__tool__ = spec  # type: ignore[attr-defined]
         return proxy
 
-    proxies = {name: make_proxy(name, params) for name, params in specs}
+    proxies = {spec[0]: make_proxy(spec) for spec in specs}
 
     def parallel(
         tool: Callable[..., object] | str,
@@ -838,16 +843,16 @@ def _build_module(
         spec = getattr(proxies.get(tool) if isinstance(tool, str) else tool, "__tool__", None)
         if spec is None:
             raise TypeError(f"parallel() needs one of this module's tools, not {tool!r}")
-        name, params = spec
+        name = spec[0]
         batch = bytearray()
         ids = []
         for item in items:
             if isinstance(item, dict):
-                arguments = bind(name, params, (), item)
+                arguments = bind(spec, (), item)
             elif isinstance(item, (list, tuple)):
-                arguments = bind(name, params, tuple(item), {})
+                arguments = bind(spec, tuple(item), {})
             else:
-                arguments = bind(name, params, (item,), {})
+                arguments = bind(spec, (item,), {})
             call_id, line = channel.encode_call(name, arguments)
             ids.append(call_id)
             batch += line

@@ -130,25 +130,41 @@ class StubSignature:
 
     `params` pairs each Python parameter name with the schema's name for it
     (they differ for names such as ``from`` or ``user-id``), in signature order.
+    The first `positional` of them may be passed by position; the rest are
+    keyword-only (a required parameter after an optional one). The stub is
+    written from this, and a script's tool proxy binds by it.
     """
 
     tool: str
     function: str
     params: tuple[tuple[str, str], ...]
+    positional: int
 
 
 def stub_signatures(tools: Sequence[Tool]) -> list[StubSignature]:
     out = []
     for t in tools:
         props = t.parameters.get("properties", {})
+        order = _ordered(t, props)
         out.append(
             StubSignature(
                 tool=t.name,
                 function=python_identifier(t.name),
-                params=tuple((python_identifier(p), p) for p in _ordered(t, props)),
+                params=tuple((python_identifier(p), p) for p in order),
+                positional=_positional(order, set(t.required)),
             )
         )
     return out
+
+
+def _positional(order: Sequence[str], required: set[str]) -> int:
+    seen_optional = False
+    for index, name in enumerate(order):
+        if name not in required:
+            seen_optional = True
+        elif seen_optional:
+            return index
+    return len(order)
 
 
 def _ordered(t: Tool, props: Mapping[str, Any]) -> list[str]:
@@ -303,18 +319,15 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
         required = set(t.required)
         base = _camel(t.name)
         params: list[str] = []
-        seen_optional = star = False
         doc_args: list[str] = []
-        for py_name, key in signature.params:
+        for index, (py_name, key) in enumerate(signature.params):
             prop = props[key]
             annotation = writer.annotation(prop, base + _camel(key))
+            if index == signature.positional:
+                params.append("*")
             if key in required:
-                if seen_optional and not star:
-                    params.append("*")
-                    star = True
                 params.append(f"{py_name}: {annotation}")
             else:
-                seen_optional = True
                 default = prop.get("default") if isinstance(prop, Mapping) else None
                 if default is None and "None" not in annotation.split(" | "):
                     annotation = f"{annotation} | None"
