@@ -24,6 +24,7 @@ from ._execution import Execution
 from ._limits import SandboxLimits
 from ._seccomp import build_filter
 from ._server import recv_frame, send_frame
+from ._spawner import popen
 from ._types import DirectHandler, ExecResult, Handler, ProxySpec
 
 if TYPE_CHECKING:
@@ -483,8 +484,9 @@ class Sandbox:
         cwd: str | None = None,
     ) -> None:
         with tempfile.TemporaryFile() as errors:
-            try:
-                self._proc = subprocess.Popen(
+
+            def start() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -494,6 +496,10 @@ class Sandbox:
                     cwd=cwd,
                     start_new_session=True,
                 )
+
+            try:
+                # Not from this thread, which may exit before the sandbox should.
+                self._proc = popen(start)
             except OSError as exc:
                 ctl.close()
                 ctl_remote.close()
