@@ -42,12 +42,27 @@ _decode = json.JSONDecoder().raw_decode
 
 
 def decode(line: bytes) -> Message | None:
-    """The message on one line, or None if it is not a JSON object."""
+    """The message on one line, or None if it is not a JSON object.
+
+    A call is its envelope followed by its arguments, which become ``args``; arguments
+    that cannot be read (nested too deeply, an integer too long) leave ``args`` out and
+    say why in ``unreadable``, so that the call can still be answered.
+    """
     try:
-        message = _decode(line.decode())[0]
-    except ValueError:  # UnicodeDecodeError included
+        text = line.decode()
+        message, end = _decode(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError included
         return None
-    return message if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        return None
+    if end < len(text):
+        try:
+            message["args"] = _decode(text, end)[0]
+        except RecursionError:
+            message["unreadable"] = "they are nested too deeply"
+        except ValueError as exc:
+            message["unreadable"] = str(exc)
+    return message
 
 
 class Channel:

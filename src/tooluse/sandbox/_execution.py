@@ -265,6 +265,9 @@ class Execution:
         call_id, name, arguments = message.get("id"), message.get("name"), message.get("args")
         if not isinstance(name, str) or name not in self._tools:
             reply = ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
+        elif "unreadable" in message:
+            reason = message["unreadable"]
+            reply = ToolReply.fail(f"the arguments cannot be read: {reason}", kind="validation")
         elif not isinstance(arguments, dict):
             reply = ToolReply.fail("arguments must be a JSON object", kind="validation")
         elif self._handler is None:

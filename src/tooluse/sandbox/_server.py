@@ -664,6 +664,11 @@ _decode = json.JSONDecoder().raw_decode
 _SPIN_S = 200e-6
 
 
+class _Unsendable(Exception):
+    """Arguments that are JSON values but cannot travel (nested too deeply, an integer too
+    long): the call is refused, as the host would refuse it."""
+
+
 class _Channel:
     """Client end of the tool channel: requests carry ids, replies may arrive in any order."""
 
@@ -692,13 +697,16 @@ class _Channel:
     def encode_call(
         self, name: str, arguments: dict[str, object], waits: str = '"w":0'
     ) -> tuple[int, bytes]:
-        self.next_id += 1
         try:
             encoded = _encode_arguments(arguments)
-        except (TypeError, ValueError, RecursionError) as exc:
+        except TypeError as exc:
             raise TypeError(f"arguments to {name}() must be JSON values: {exc}") from None
-        # A tool name is an identifier: nothing in it needs escaping.
-        line = f'{{"t":"call",{waits},"id":{self.next_id},"name":"{name}","args":{encoded}}}\n'
+        except (ValueError, RecursionError) as exc:
+            raise _Unsendable(f"the arguments to {name}() cannot be sent: {exc}") from None
+        self.next_id += 1
+        # The envelope, then the arguments: the host can answer a call whose arguments it
+        # cannot read. A tool name is an identifier: nothing in it needs escaping.
+        line = f'{{"t":"call",{waits},"id":{self.next_id},"name":"{name}"}}{encoded}\n'
         return self.next_id, line.encode()
 
     def call(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
@@ -792,6 +800,9 @@ def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> ty
             return reply.get("value")
         raise ToolError(str(reply.get("message", "")), str(reply.get("kind", "tool")), name)
 
+    def refused(name: str, exc: _Unsendable) -> ToolError:
+        return ToolError(str(exc), "validation", name)
+
     def bind(spec: _Spec, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
         name, params, positional = spec
         if len(args) > positional:
@@ -810,10 +821,17 @@ def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> ty
         name = spec[0]
 
         def proxy(*args: object, **kwargs: object) -> object:
-            return unwrap(name, channel.call(name, bind(spec, args, kwargs)))
+            try:
+                reply = channel.call(name, bind(spec, args, kwargs))
+            except _Unsendable as exc:
+                raise refused(name, exc) from None
+            return unwrap(name, reply)
 
         async def proxy_async(*args: object, **kwargs: object) -> object:
-            reply = await channel.call_async(name, bind(spec, args, kwargs))
+            try:
+                reply = await channel.call_async(name, bind(spec, args, kwargs))
+            except _Unsendable as exc:
+                raise refused(name, exc) from None
             return unwrap(name, reply)
 
         for fn in (proxy, proxy_async):
@@ -845,7 +863,8 @@ def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> ty
             raise TypeError(f"parallel() needs one of this module's tools, not {tool!r}")
         name = spec[0]
         batch = bytearray()
-        ids = []
+        # Each item's call id, or the refusal of arguments that could not be sent.
+        ids: list[int | ToolError] = []
         for item in items:
             if isinstance(item, dict):
                 arguments = bind(spec, (), item)
@@ -853,15 +872,21 @@ def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> ty
                 arguments = bind(spec, tuple(item), {})
             else:
                 arguments = bind(spec, (item,), {})
-            call_id, line = channel.encode_call(name, arguments)
+            try:
+                call_id, line = channel.encode_call(name, arguments)
+            except _Unsendable as exc:
+                ids.append(refused(name, exc))
+                continue
             ids.append(call_id)
             batch += line
         channel.write(batch)
         results: list[object] = []
         first_error: ToolError | None = None
-        for index, call_id in enumerate(ids):
+        for index, entry in enumerate(ids):
             try:
-                results.append(unwrap(name, channel.wait(call_id)))
+                if isinstance(entry, ToolError):
+                    raise entry
+                results.append(unwrap(name, channel.wait(entry)))
             except ToolError as exc:
                 exc.add_note(f"(item {index} of the parallel() call)")
                 first_error = first_error or exc
