@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,15 +36,45 @@ def test_exported_names() -> None:
         assert getattr(tooluse.sandbox, name) is not None
 
 
-def test_server_is_standalone() -> None:
-    """The server runs inside the sandbox, where only the standard library exists."""
-    source = (Path(tooluse.sandbox.__file__).parent / "_server.py").read_text()
-    for node in ast.walk(ast.parse(source)):
+def _runtime_imports(tree: ast.AST) -> list[tuple[str, int]]:
+    """Modules imported at run time: (name, level), leaving out ``if TYPE_CHECKING:``."""
+    found: list[tuple[str, int]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            found += [i for child in node.orelse for i in _runtime_imports(child)]
+            continue
         if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative import in _server.py"
-            assert not (node.module or "").startswith("tooluse")
+            found.append((node.module or "", node.level))
         elif isinstance(node, ast.Import):
-            assert not any(alias.name.startswith("tooluse") for alias in node.names)
+            found += [(alias.name, 0) for alias in node.names]
+        found += _runtime_imports(node)
+    return found
+
+
+def test_the_in_sandbox_runtime_needs_only_the_standard_library() -> None:
+    """The server runs inside the sandbox, where only the standard library exists, beside
+    the wire module it shares with the host; the wire module loads no C library."""
+    here = Path(tooluse.sandbox.__file__).parent
+    for name, also in (("_server.py", {"_wire"}), ("_wire.py", set())):
+        imports = _runtime_imports(ast.parse((here / name).read_text()))
+        assert imports, name
+        for module, level in imports:
+            top = module.split(".")[0]
+            assert level == 0 and (top in sys.stdlib_module_names or top in also), (name, module)
+    assert "ctypes" not in {
+        m for m, _ in _runtime_imports(ast.parse((here / "_wire.py").read_text()))
+    }
+
+
+def test_the_host_never_imports_the_server() -> None:
+    code = (
+        "import sys, tooluse, tooluse.sandbox\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tooluse.sandbox.')))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "tooluse.sandbox._wire" in loaded and "tooluse.sandbox._server" not in loaded
 
 
 def test_tool_reply() -> None:

@@ -16,7 +16,6 @@ from ._channel import Channel, LoopChannel, Message, ThreadChannel
 from ._exceptions import SandboxError
 from ._limits import SandboxLimits
 from ._output import OutputCapture
-from ._server import json_encoder
 from ._types import (
     DirectCall,
     DirectHandler,
@@ -27,6 +26,7 @@ from ._types import (
     ProxySpec,
     ToolReply,
 )
+from ._wire import json_encoder
 
 if TYPE_CHECKING:
     from ._sandbox import Sandbox

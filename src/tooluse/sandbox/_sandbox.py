@@ -23,9 +23,9 @@ from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
 from ._execution import Execution
 from ._limits import SandboxLimits
 from ._seccomp import build_filter
-from ._server import recv_frame, send_frame
 from ._spawner import popen
 from ._types import DirectHandler, ExecResult, Handler, ProxySpec
+from ._wire import recv_frame, send_frame
 
 if TYPE_CHECKING:
     from .._scripts import ScriptRun
@@ -38,7 +38,9 @@ __all__ = ["IsolationMode", "Sandbox"]
 IsolationMode: TypeAlias = Literal["auto", "required", "none"]
 
 _HERE = Path(__file__).resolve().parent
-_SERVER_IN_SANDBOX = "/run/tooluse/server.py"
+# The server and the wire module it shares with the host, side by side.
+_RUNTIME_IN_SANDBOX = "/run/tooluse"
+_RUNTIME_FILES = ("_server.py", "_wire.py")
 _SCRATCH_IN_SANDBOX = "/tmp"
 _START_TIMEOUT_S = 20.0
 _CLOSE_GRACE_S = 3.0
@@ -330,10 +332,12 @@ class Sandbox:
         stage_dir = tempfile.mkdtemp(prefix="tooluse-stage-") if as_root else None
         memfds: list[int] = []
         try:
-            server_fd = _memfd("tooluse-server", (_HERE / "_server.py").read_bytes())
-            memfds.append(server_fd)
+            runtime = []
+            for name in _RUNTIME_FILES:
+                memfds.append(_memfd(f"tooluse{name[:-3]}", (_HERE / name).read_bytes()))
+                runtime += ["--ro-bind-data", str(memfds[-1]), f"{_RUNTIME_IN_SANDBOX}/{name}"]
             ctl, ctl_remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            pass_fds = [ctl_remote.fileno(), server_fd]
+            pass_fds = [ctl_remote.fileno(), *memfds]
             argv = [
                 bwrap,
                 "--unshare-all",
@@ -378,10 +382,8 @@ class Sandbox:
                 "1777",
                 _SCRATCH_IN_SANDBOX,
                 "--dir",
-                os.path.dirname(_SERVER_IN_SANDBOX),
-                "--ro-bind-data",
-                str(server_fd),
-                _SERVER_IN_SANDBOX,
+                _RUNTIME_IN_SANDBOX,
+                *runtime,
                 # Nothing outside the scratch directory is writable, not even the sandbox's
                 # own root and /dev (both would be unlimited tmpfs otherwise).
                 "--size",
@@ -401,7 +403,7 @@ class Sandbox:
                 "-B",
                 "-X",
                 "utf8",
-                _SERVER_IN_SANDBOX,
+                f"{_RUNTIME_IN_SANDBOX}/_server.py",
                 json.dumps(
                     {
                         "ctl_fd": ctl_remote.fileno(),

@@ -18,14 +18,12 @@ script the server sends the monitor SIGUSR1, and the monitor kills the worker (a
 there is no pid namespace, sweeps up what the script left); if the monitor itself dies,
 ``PR_SET_PDEATHSIG`` takes the worker with it.
 
-Wire format: the control and hand-over sockets carry frames (4-byte big-endian length +
-JSON, descriptors attached with ``SCM_RIGHTS``); the tool channel between the script and the
-host is two pipes of JSON lines, calls up one and replies down the other.
+How the server talks to the host, and scripts to their tools, is in ``_wire.py``, which
+the host mounts beside this file.
 """
 
 from __future__ import annotations
 
-import array
 import ast
 import asyncio
 import builtins
@@ -40,16 +38,21 @@ import select
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
 import types
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-_HEADER = struct.Struct("!I")
-_MAX_FDS = 8
+if TYPE_CHECKING:
+    from ._wire import close_all, json_encoder, recv_frame, send_frame
+else:
+    # Run as a script, and -I leaves the script's own directory off sys.path.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _wire import close_all, json_encoder, recv_frame, send_frame
+
+    del sys.path[0]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -103,54 +106,6 @@ def _check(result: int, what: str) -> None:
 
 def _prctl(option: int, arg: int = 0) -> None:
     _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
-
-
-# -- framing ---------------------------------------------------------------------------------
-
-
-def send_frame(sock: socket.socket, obj: object, fds: Iterable[int] = ()) -> None:
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    payload = _HEADER.pack(len(data)) + data
-    fd_list = list(fds)
-    if not fd_list:
-        sock.sendall(payload)
-        return
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fd_list))]
-    sent = sock.sendmsg([payload], ancillary)
-    if sent < len(payload):
-        sock.sendall(payload[sent:])
-
-
-def recv_frame(sock: socket.socket) -> tuple[Any, list[int]] | None:
-    """One frame and the descriptors that came with it; None at end of stream."""
-    fds: list[int] = []
-
-    def read_exactly(size: int) -> bytes | None:
-        chunks = bytearray()
-        while len(chunks) < size:
-            data, new_fds, _flags, _addr = socket.recv_fds(sock, size - len(chunks), _MAX_FDS)
-            fds.extend(new_fds)
-            if not data:
-                return None
-            chunks += data
-        return bytes(chunks)
-
-    header = read_exactly(_HEADER.size)
-    if header is None:
-        _close_all(fds)
-        return None
-    (length,) = _HEADER.unpack(header)
-    body = read_exactly(length)
-    if body is None:
-        _close_all(fds)
-        return None
-    return json.loads(body), fds
-
-
-def _close_all(fds: Iterable[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 def _keep_only(keep: Iterable[int]) -> None:
@@ -227,7 +182,7 @@ class Server:
                 if monitor is not None:
                     _kill(monitor.pid, signal.SIGUSR1)
         finally:
-            _close_all(fds)
+            close_all(fds)
         return True
 
     def _run(self, msg: dict[str, Any], fds: list[int]) -> None:
@@ -394,7 +349,7 @@ def _monitor_main(
         _kill(worker)
         os._exit(0)
     channel = frame[1][0]
-    _close_all(frame[1][1:])
+    close_all(frame[1][1:])
     started = time.monotonic()
     _pid, status, usage = os.wait4(worker, 0)
     if not pidns:
@@ -534,7 +489,7 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     os.dup2(stderr_fd, 2)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    _close_all([stdout_fd, stderr_fd, null])
+    close_all([stdout_fd, stderr_fd, null])
     sys.argv = [_SCRIPT_FILENAME]
     sys.path[:0] = list(config.get("paths", ()))
     channel = _Channel(calls_fd, replies_fd)
@@ -625,34 +580,6 @@ def _format_exception(exc: BaseException) -> str:
 
 
 # -- the tool channel and the module the script imports --------------------------------------
-
-
-def json_encoder(*, allow_nan: bool = True) -> Callable[[object], str]:
-    """``json.JSONEncoder(separators=(",", ":"), allow_nan=...).encode``, set up once.
-
-    ``JSONEncoder.encode`` builds a new C encoder on every call, which costs more than
-    encoding a tool call. Circular references raise RecursionError, not ValueError.
-    """
-    encoder = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=allow_nan)
-    make_encoder = getattr(json.encoder, "c_make_encoder", None)
-    if make_encoder is None:
-        return encoder.encode
-    chunks = make_encoder(
-        None,
-        encoder.default,
-        json.encoder.encode_basestring_ascii,
-        None,
-        ":",
-        ",",
-        False,
-        False,
-        allow_nan,
-    )
-
-    def encode(value: object) -> str:
-        return "".join(chunks(value, 0))
-
-    return encode
 
 
 # Every tool call encodes its arguments and decodes its reply: build the codecs once.
