@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import datetime
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +16,7 @@ import tooluse.sandbox
 from tooluse.sandbox import ExecResult, SandboxLimits, ToolReply
 from tooluse.sandbox._output import OutputCapture
 from tooluse.sandbox._seccomp import build_filter
+from tooluse.sandbox._wire import json_encoder
 
 
 def test_exported_names() -> None:
@@ -126,3 +130,31 @@ def test_seccomp_filter_shape() -> None:
     assert len(program) % 8 == 0
     assert build_filter("aarch64") is not None
     assert build_filter("mips") is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"location": "Paris", "unit": None, "days": [1, 2.5, True]},
+        'héllo ✓ "quoted"\n',
+        [float("inf"), -0.0, 10**30],
+        {"when": datetime.date(2026, 1, 2), 3: "int key"},
+    ],
+)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"separators": (", ", ": "), "default": str}, {"allow_nan": False}],
+)
+def test_the_wire_encoder_writes_what_json_dumps_writes(
+    value: object, options: dict[str, Any]
+) -> None:
+    options = {"separators": (",", ":"), **options}
+    try:
+        expected: str | type[Exception] = json.dumps(value, **options)
+    except (TypeError, ValueError) as exc:
+        expected = type(exc)
+    try:
+        written: str | type[Exception] = json_encoder(**options)(value)
+    except (TypeError, ValueError) as exc:
+        written = type(exc)
+    assert written == expected
