@@ -31,7 +31,7 @@ async def shout(text: str) -> str:
     return text.upper()
 
 
-async def run_script(
+async def run_with_runner(
     sandbox: Sandbox, code: str, dispatcher: Dispatcher, script_id: str = "s1"
 ) -> tuple[str, list[CallRecord], list[RejectedCall]]:
     runner = ScriptRunner(dispatcher.tools, dispatcher, sandbox, timeout=20)
@@ -53,7 +53,7 @@ async def test_script_calls_record_what_json_calls_record(sandbox: Sandbox) -> N
     # Quick sync tools are answered without a task, async tools through one: the records
     # must not tell the paths apart, nor script calls from JSON calls.
     dispatcher = Dispatcher(Toolbox([add, shout]))
-    stdout, calls, rejected = await run_script(
+    stdout, calls, rejected = await run_with_runner(
         sandbox,
         "import tools\n"
         "print(tools.add(2, b=3), tools.shout('hi'), tools.add(a=1))\n"
@@ -91,7 +91,7 @@ async def test_a_hung_sync_tool_times_out_and_the_script_goes_on(sandbox: Sandbo
 
     dispatcher = Dispatcher(Toolbox([stuck, add]))
     try:
-        stdout, calls, _ = await run_script(
+        stdout, calls, _ = await run_with_runner(
             sandbox,
             "import tools\n"
             "try:\n"
@@ -130,7 +130,7 @@ async def test_parallel_calls_respect_the_dispatchers_concurrency_limit(
         return i
 
     dispatcher = Dispatcher(Toolbox([work]), max_concurrency=3)
-    stdout, calls, _ = await run_script(
+    stdout, calls, _ = await run_with_runner(
         sandbox,
         "import asyncio, tools\n"
         "print(sum(tools.parallel(tools.work, range(12))))\n"
@@ -154,8 +154,8 @@ async def test_a_retried_script_replays_side_effects_from_the_ledger(sandbox: Sa
 
     dispatcher = Dispatcher(Toolbox([send]), ledger=Ledger())
     script = "import tools\nprint(tools.send('ann'))\n"
-    _, first, _ = await run_script(sandbox, script, dispatcher, "s1")
-    stdout, second, _ = await run_script(sandbox, script, dispatcher, "s2")
+    _, first, _ = await run_with_runner(sandbox, script, dispatcher, "s1")
+    stdout, second, _ = await run_with_runner(sandbox, script, dispatcher, "s2")
     dispatcher.close()
     assert sent == ["ann"] and stdout == "sent to ann\n"
     assert [c.replayed for c in first + second] == [False, True]
@@ -208,7 +208,7 @@ async def test_the_proxy_binds_arguments_by_the_signature_the_stub_shows(
         bound.apply_defaults()
         expected.append(repr(functions[name](**bound.arguments)))
     dispatcher = Dispatcher(box)
-    stdout, calls_made, rejected = await run_script(sandbox, script, dispatcher)
+    stdout, calls_made, rejected = await run_with_runner(sandbox, script, dispatcher)
     dispatcher.close()
     assert stdout.splitlines() == expected
     assert "TypeError" in expected and not rejected

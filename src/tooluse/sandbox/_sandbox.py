@@ -14,10 +14,10 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
 from ._execution import Execution
@@ -26,12 +26,6 @@ from ._seccomp import build_filter
 from ._spawner import popen
 from ._types import DirectHandler, ExecResult, Handler, ProxySpec
 from ._wire import recv_frame, send_frame
-
-if TYPE_CHECKING:
-    from .._scripts import ScriptRun
-    from ..tools import Tool, Toolbox
-
-    ToolboxLike: TypeAlias = Toolbox | Sequence[Tool | Callable[..., object]]
 
 __all__ = ["IsolationMode", "Sandbox"]
 
@@ -243,27 +237,6 @@ class Sandbox:
                 max_calls=max_calls,
             )
         )
-
-    def run(self, script: str, *, tools: ToolboxLike = (), timeout: float = 10.0) -> ScriptRun:
-        """Run ``script`` with ``tools`` (a Toolbox or tools) as its ``tools`` module.
-
-        Each call is validated and executed on the host by tooluse's dispatcher,
-        exactly like a JSON call; the result lists every call the script made.
-        Not callable inside an event loop: use :meth:`arun` there.
-        """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(script, tools=tools, timeout=timeout))
-        raise SandboxError("Sandbox.run() called inside an event loop; await Sandbox.arun()")
-
-    async def arun(
-        self, script: str, *, tools: ToolboxLike = (), timeout: float = 10.0
-    ) -> ScriptRun:
-        """:meth:`run` for async code."""
-        from .._scripts import run_with_toolbox
-
-        return await run_with_toolbox(self, script, tools, timeout=timeout)
 
     # -- used by Execution -------------------------------------------------------------------
 
