@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 import tooluse.sandbox
-from tooluse.sandbox import ExecResult, SandboxLimits, ToolReply
+from tooluse import ToolUseError, UsageError
+from tooluse.sandbox import ExecResult, Sandbox, SandboxError, SandboxLimits, ToolReply
 from tooluse.sandbox._output import OutputCapture
 from tooluse.sandbox._seccomp import build_filter
 from tooluse.sandbox._wire import json_encoder
@@ -96,11 +97,27 @@ def test_exec_result_ok() -> None:
 
 
 def test_limits_validation() -> None:
-    with pytest.raises(ValueError, match="memory_mb"):
+    with pytest.raises(UsageError, match="memory_mb"):
         SandboxLimits(memory_mb=0)
-    with pytest.raises(ValueError, match="max_calls"):
+    with pytest.raises(UsageError, match="max_calls"):
         SandboxLimits(max_calls=-1)
     assert SandboxLimits(max_calls=None).max_calls is None
+
+
+async def test_usage_mistakes_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="isolation"):
+        Sandbox(isolation="off")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="prefork"):
+        Sandbox(prefork=-1)
+    sb = Sandbox(isolation="none")
+    with pytest.raises(UsageError, match="timeout"):
+        await sb.execute("print(1)", timeout=0)
+    with pytest.raises(UsageError, match="module_name"):
+        await sb.execute("print(1)", module_name="my-tools")
+    with pytest.raises(UsageError, match="await execute"):
+        sb.execute_sync("print(1)")
+    sb.close()
+    assert issubclass(SandboxError, ToolUseError) and not issubclass(SandboxError, UsageError)
 
 
 def test_output_capture_keeps_head_and_tail() -> None:

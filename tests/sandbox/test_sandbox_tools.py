@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tooluse import UsageError
 from tooluse.sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -425,15 +426,15 @@ async def test_calls_are_refused_without_a_handler(sandbox: Sandbox) -> None:
 
 
 def test_proxy_spec_validation() -> None:
-    with pytest.raises(ValueError, match="reserved"):
+    with pytest.raises(UsageError, match="reserved"):
         ProxySpec("parallel")
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(UsageError, match="identifier"):
         ProxySpec("get-weather")
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(UsageError, match="identifier"):
         ProxySpec("f", ["class"])
     with pytest.raises(TypeError):
         ProxySpec("f", "abc")
-    with pytest.raises(ValueError, match="positional"):
+    with pytest.raises(UsageError, match="positional"):
         ProxySpec("f", ["a"], positional=2)
     assert ProxySpec("f", ["a", "b"]).params == ("a", "b")
     assert ProxySpec("f", ["a", "b"]).positional == 2

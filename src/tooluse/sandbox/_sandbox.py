@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeAlias
 
+from .._exceptions import UsageError
 from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
 from ._execution import Execution
 from ._limits import SandboxLimits
@@ -81,9 +82,9 @@ class Sandbox:
         uid: int | None = None,
     ) -> None:
         if isolation not in ("auto", "required", "none"):
-            raise ValueError(f"isolation must be 'auto', 'required' or 'none', not {isolation!r}")
+            raise UsageError(f"isolation must be 'auto', 'required' or 'none', not {isolation!r}")
         if prefork < 0:
-            raise ValueError("prefork must be >= 0")
+            raise UsageError("prefork must be >= 0")
         self._mode: IsolationMode = isolation
         self.limits = limits or SandboxLimits()
         self._python_paths = [os.path.realpath(p) for p in python_paths]
@@ -187,12 +188,12 @@ class Sandbox:
             max_calls: overrides ``limits.max_calls`` for this script.
         """
         if not module_name.isidentifier():
-            raise ValueError(f"module_name {module_name!r} is not an identifier")
+            raise UsageError(f"module_name {module_name!r} is not an identifier")
         if timeout <= 0:
-            raise ValueError("timeout must be positive")
+            raise UsageError("timeout must be positive")
         names = [spec.name for spec in tools]
         if len(set(names)) != len(names):
-            raise ValueError(f"tool names repeat: {names}")
+            raise UsageError(f"tool names repeat: {names}")
         self.start()
         execution = Execution(
             sandbox=self,
@@ -225,7 +226,7 @@ class Sandbox:
         except RuntimeError:
             pass
         else:
-            raise SandboxError("execute_sync() called inside an event loop; await execute()")
+            raise UsageError("execute_sync() was called inside an event loop; await execute()")
         return asyncio.run(
             self.execute(
                 script,
