@@ -31,6 +31,7 @@ from pydantic_core import to_jsonable_python
 from ._exceptions import ModelRetry
 from ._messages import ToolCall
 from ._records import CallRecord, Outcome, RejectedCall
+from .sandbox._wire import json_encoder
 from .tools import Tool, Toolbox
 from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
 
@@ -45,24 +46,8 @@ _INLINE_WAIT_S = 0.001
 _CAN_WAIT_DIRECTLY = os.name == "posix"
 
 
-def _text_encoder() -> Callable[[object], str]:
-    """What ``json.dumps(value, default=str)`` writes, with the C encoder built once.
-
-    Without the check for circular references: the values come decoded from JSON.
-    """
-    make_encoder = getattr(json.encoder, "c_make_encoder", None)
-    if make_encoder is None:
-        return json.JSONEncoder(default=str, check_circular=False).encode
-    ascii_string = json.encoder.encode_basestring_ascii
-    chunks = make_encoder(None, str, ascii_string, None, ": ", ", ", False, False, True)
-
-    def encode(value: object) -> str:
-        return "".join(chunks(value, 0))
-
-    return encode
-
-
-_arguments_text = _text_encoder()
+# What ``json.dumps(value, default=str)`` writes, with the encoder built once.
+_arguments_text = json_encoder(separators=(", ", ": "), default=str)
 
 Ended = tuple[Any, BaseException | None]
 """How a tool's run ended: its value, or what it raised."""
