@@ -22,7 +22,7 @@ from tooluse.eval import (
     SuiteOptions,
     read_rows,
 )
-from tooluse.eval._bfcl import data_dir
+from tooluse.eval.bfcl._single_turn import data_dir
 from tooluse.models import ScriptedModel
 
 REQUIRED = {

@@ -18,15 +18,15 @@ from collections.abc import Sequence
 import pytest
 
 from tooluse.eval import Task, evaluate, oracle_for
-from tooluse.eval._bfcl import (
+from tooluse.eval._runner import CONVENTIONS
+from tooluse.eval.bfcl._multi_turn import MULTI_TURN_CATEGORIES, multi_turn_tasks
+from tooluse.eval.bfcl._single_turn import (
     PAPER_CATEGORIES,
     SINGLE_TURN_CATEGORIES,
     bfcl_tasks,
     paper_subset,
     proportional_counts,
 )
-from tooluse.eval._bfcl_multi import MULTI_TURN_CATEGORIES, multi_turn_tasks
-from tooluse.eval._runner import CONVENTIONS
 from tooluse.sandbox import Sandbox
 
 CHECKER_REJECTS = (
