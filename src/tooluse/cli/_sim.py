@@ -35,7 +35,7 @@ def buffer(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
 ) -> None:
     """Threshold truncation, random eviction and agent-invoked offload under one hard budget."""
-    from ..context import sim
+    from ..eval import sim
 
     config = sim.BufferSimConfig(
         budget=budget,
@@ -73,7 +73,7 @@ def runtime(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 20_260_726,
 ) -> None:
     """The buffer experiment through the real loop, window and store (harness vs agent)."""
-    from ..context._experiment import ExperimentConfig, render_results, run_experiment
+    from ..eval import sim
 
-    config = ExperimentConfig(budget=budget, turns=turns, trials=trials, seed=seed)
-    print(render_results(run_experiment(config), trials))
+    config = sim.ExperimentConfig(budget=budget, turns=turns, trials=trials, seed=seed)
+    print(sim.render_results(sim.run_experiment(config), trials))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tooluse._exceptions import UsageError
-from tooluse.context import sim
+from tooluse.eval import sim
 
-# Figure 229.2's table in the seed text: loss, loss sd, spread, queries, peak/B.
+# Li et al.'s (2026) published table: loss, loss sd, spread, queries, peak/B.
 SEED_TABLE = {
     "threshold_truncate": (0.0589, 0.0204, 0.0754, 0.0, 0.919),
     "random_evict": (0.1925, 0.0297, 0.1387, 0.0, 0.919),
@@ -201,7 +201,7 @@ def test_plot_writes_a_png(report: sim.SimReport, tmp_path: Path) -> None:
 def test_plot_does_not_touch_pyplot(report: sim.SimReport, tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from tooluse.context import sim\n"
+        "from tooluse.eval import sim\n"
         "r = sim.simulate(sim.BufferSimConfig(trials=2))\n"
         f"sim.plot(r, {str(tmp_path / 'f.png')!r})\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"
@@ -214,7 +214,8 @@ def test_heavy_imports_are_lazy() -> None:
         "import sys\n"
         "import tooluse.context\n"
         "assert 'numpy' not in sys.modules, 'the store must not need numpy'\n"
-        "from tooluse.context import sim\n"
+        "assert 'tooluse.eval' not in sys.modules, 'context must not load evaluation'\n"
+        "from tooluse.eval import sim\n"
         "assert 'numpy' in sys.modules\n"
         "assert not any(m.startswith('matplotlib') for m in sys.modules)\n"
     )

