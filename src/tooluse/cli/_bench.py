@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import UsageError
 
 if TYPE_CHECKING:
-    from ..eval import CallPolicy
+    from ..eval import CallPolicy, Row
 
 __all__ = ["bench_app"]
 
@@ -143,22 +143,22 @@ def _bench(
                 )
             progress.update(bar, total=pending)
 
-        def finished(row: dict[str, object]) -> None:
+        def finished(row: Row) -> None:
             nonlocal passed
-            passed += bool(row.get("correct"))
+            passed += row.correct
             progress.update(bar, advance=1, passed=passed)
 
         bench.run(on_start=started, on_row=finished)
 
     rows = read_rows(bench.results)
     # Plots show this model; the summary covers every model in the directory.
-    plots = write_plots(out, [r for r in rows if r["model"] == model])
+    plots = write_plots(out, [r for r in rows if r.model == model])
     summary = write_summary(out, rows, plots)
     # The cost model runs fan-out entries; their rows belong to that suite.
     row_suite = "fanout" if suite == "costmodel" else suite
-    mine = [r for r in rows if r["model"] == model and r["suite"] == row_suite]
+    mine = [r for r in rows if r.model == model and r.suite == row_suite]
     for convention in config.conventions:
-        group = [r for r in mine if r["convention"] == convention]
+        group = [r for r in mine if r.convention == convention]
         if group:
             figures = aggregate(group)
             valid, emitted = figures.schema_valid
@@ -168,7 +168,7 @@ def _bench(
                 f"schema-valid {share} emitted"
             )
     if suite == "costmodel":
-        for fit in cost_fits([r for r in rows if r["model"] == model]):
+        for fit in cost_fits([r for r in rows if r.model == model]):
             if fit.measure == "input_tokens" and fit.crossover.n_star is not None:
                 se = fit.crossover.n_star_se or 0.0
                 err.print(f"N* (fanout/{fit.variant}) = {fit.crossover.n_star:.1f} ± {se:.1f}")

@@ -16,6 +16,7 @@ from tooluse.eval._driver import CallPolicy
 from tooluse.eval._metrics import CallMetrics, call_metrics
 from tooluse.eval._oracle import OracleModel, oracle_for
 from tooluse.eval._report import write_plots, write_summary
+from tooluse.eval._row import Row
 from tooluse.eval._runner import Bench, BenchConfig, evaluate, read_rows
 from tooluse.eval._suites import SUITES, SuiteOptions, build_tasks
 from tooluse.eval._synthetic import ChainTask, FanoutTask
@@ -37,6 +38,7 @@ __all__ = [
     "LineFit",
     "OracleModel",
     "OracleTurn",
+    "Row",
     "Score",
     "Setup",
     "SuiteOptions",

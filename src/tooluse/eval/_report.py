@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ._costmodel import PAPER, Crossover, LineFit, crossover, fit_line, paper_crossover
-from ._runner import CONVENTIONS, Row
+from ._row import Row
+from ._runner import CONVENTIONS
 
 __all__ = [
     "Aggregate",
@@ -56,41 +57,42 @@ class Aggregate:
         return self.correct / self.entries if self.entries else math.nan
 
 
-def _mean_of(rows: Sequence[Row], key: str) -> tuple[float | None, int]:
-    values = [float(r[key]) for r in rows if r.get(key) is not None]
-    return (sum(values) / len(values) if values else None), len(values)
+def _mean_of(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """The mean of the values that exist, and how many did."""
+    present = [float(v) for v in values if v is not None]
+    return (sum(present) / len(present) if present else None), len(present)
 
 
-def _mean(rows: Sequence[Row], key: str) -> float:
-    return sum(float(r.get(key) or 0) for r in rows) / len(rows) if rows else math.nan
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
 
 
 def _schema_valid(rows: Sequence[Row]) -> tuple[float | None, int]:
-    valid = sum(int(r.get("calls") or 0) for r in rows)
-    emitted = valid + sum(int(r.get("rejected") or 0) + int(r.get("unparsed") or 0) for r in rows)
+    valid = sum(r.calls for r in rows)
+    emitted = valid + sum(r.rejected + r.unparsed for r in rows)
     return (valid / emitted if emitted else None), emitted
 
 
 def aggregate(rows: Sequence[Row]) -> Aggregate:
     return Aggregate(
         entries=len(rows),
-        correct=sum(1 for r in rows if r.get("correct")),
+        correct=sum(1 for r in rows if r.correct),
         schema_valid=_schema_valid(rows),
-        precision=_mean_of(rows, "precision"),
-        recall=_mean_of(rows, "recall"),
-        argument_accuracy=_mean_of(rows, "argument_accuracy"),
-        rounds=_mean(rows, "rounds"),
-        calls=_mean(rows, "calls"),
-        input_tokens=_mean(rows, "input_tokens"),
-        output_tokens=_mean(rows, "output_tokens"),
-        wall_s=_mean(rows, "wall_s"),
-        statuses=Counter(str(r.get("status")) for r in rows),
+        precision=_mean_of(r.precision for r in rows),
+        recall=_mean_of(r.recall for r in rows),
+        argument_accuracy=_mean_of(r.argument_accuracy for r in rows),
+        rounds=_mean([r.rounds for r in rows]),
+        calls=_mean([r.calls for r in rows]),
+        input_tokens=_mean([r.input_tokens for r in rows]),
+        output_tokens=_mean([r.output_tokens for r in rows]),
+        wall_s=_mean([r.wall_s for r in rows]),
+        statuses=Counter(r.status for r in rows),
     )
 
 
 def token_source_note(rows: Iterable[Row]) -> str:
     """Where the token counts come from, in words, with row counts."""
-    sources = Counter(str(r.get("token_source", "none")) for r in rows)
+    sources = Counter(r.token_source for r in rows)
     words = {
         "provider": "reported by the model provider",
         "o200k": "counted offline with the o200k_base tokenizer",
@@ -131,12 +133,12 @@ def _table(rows: Sequence[Row], group: str, key: Callable[[Row], Any]) -> list[s
     lines = [_HEADER.format(group=group)]
     groups: dict[Any, list[Row]] = defaultdict(list)
     for row in rows:
-        groups[(key(row), row["convention"])].append(row)
+        groups[(key(row), row.convention)].append(row)
     ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), _convention_order(k[1])))
     for name, convention in ordered:
         lines.append(_line(str(name), convention, aggregate(groups[(name, convention)])))
     for convention in _conventions(rows):
-        subset = [r for r in rows if r["convention"] == convention]
+        subset = [r for r in rows if r.convention == convention]
         lines.append(_line("**all**", convention, aggregate(subset)))
     return lines
 
@@ -169,8 +171,18 @@ class CostFit:
 _MEASURES = ("input_tokens", "peak_input_tokens")
 
 
+def _width(row: Row) -> int:
+    if row.width is None:
+        raise ValueError(f"{row.entry_id} has no width")
+    return row.width
+
+
+def _measured(row: Row, measure: str) -> int:
+    return row.input_tokens if measure == "input_tokens" else row.peak_input_tokens
+
+
 def _fanout(rows: Sequence[Row]) -> list[Row]:
-    return [r for r in rows if r["suite"] == "fanout" and r.get("width")]
+    return [r for r in rows if r.suite == "fanout" and r.width]
 
 
 def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, LineFit]:
@@ -179,10 +191,12 @@ def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, Line
     Conventions measured at fewer than two widths have no line.
     """
     lines = {}
-    fanout = [r for r in _fanout(rows) if r["category"] == variant]
-    for convention in sorted({r["convention"] for r in fanout}, key=_convention_order):
+    fanout = [r for r in _fanout(rows) if r.category == variant]
+    for convention in sorted({r.convention for r in fanout}, key=_convention_order):
         points = [
-            (float(r["width"]), float(r[measure])) for r in fanout if r["convention"] == convention
+            (float(_width(r)), float(_measured(r, measure)))
+            for r in fanout
+            if r.convention == convention
         ]
         if len({x for x, _ in points}) >= 2:
             lines[convention] = fit_line([x for x, _ in points], [y for _, y in points])
@@ -190,13 +204,13 @@ def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, Line
 
 
 def _variant_widths(rows: Sequence[Row], variant: str) -> tuple[int, ...]:
-    return tuple(sorted({int(r["width"]) for r in _fanout(rows) if r["category"] == variant}))
+    return tuple(sorted({_width(r) for r in _fanout(rows) if r.category == variant}))
 
 
 def cost_fits(rows: Sequence[Row]) -> list[CostFit]:
     """Per fan-out variant, JSON's and code's lines of tokens against N, and where they cross."""
     fits = []
-    for variant in sorted({r["category"] for r in _fanout(rows)}):
+    for variant in sorted({r.category for r in _fanout(rows)}):
         for measure in _MEASURES:
             lines = line_fits(rows, variant, measure)
             if "json" in lines and "code" in lines:
@@ -261,7 +275,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
 def _text_cost_lines(rows: Sequence[Row]) -> list[str]:
     """The text convention's lines: outside the equations, but priced per call as JSON is."""
     found = []
-    for variant in sorted({r["category"] for r in _fanout(rows)}):
+    for variant in sorted({r.category for r in _fanout(rows)}):
         for measure in _MEASURES:
             lines = line_fits(rows, variant, measure)
             if "text" in lines:
@@ -304,31 +318,31 @@ def _width_table(rows: Sequence[Row], title: str) -> list[str]:
     lines.append("|---|---:|" + "---:|" * len(_conventions(rows)))
     cells: dict[tuple[str, int], dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        if row.get("width") is not None:
-            cells[(row["category"], int(row["width"]))][row["convention"]].append(row)
+        if row.width is not None:
+            cells[(row.category, _width(row))][row.convention].append(row)
     for category, width in sorted(cells):
         by_convention = cells[(category, width)]
         values = []
         for convention in _conventions(rows):
             group = by_convention.get(convention, [])
-            values.append(f"{sum(1 for r in group if r['correct'])}/{len(group)}" if group else "–")
+            values.append(f"{sum(1 for r in group if r.correct)}/{len(group)}" if group else "–")
         lines.append(f"| {category} | {width} | " + " | ".join(values) + " |")
     return lines
 
 
 def _conventions(rows: Sequence[Row]) -> list[str]:
-    return sorted({r["convention"] for r in rows}, key=_convention_order)
+    return sorted({r.convention for r in rows}, key=_convention_order)
 
 
 def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
-    failed = [r for r in rows if not r.get("correct")]
+    failed = [r for r in rows if not r.correct]
     if not failed:
         return []
     lines = [f"### Entries not passed ({len(failed)})", ""]
     for row in failed[:limit]:
-        why = row.get("error") or row.get("detail") or ""
-        why = " ".join(str(why).split())[:200]
-        lines.append(f"- `{row['entry_id']}` ({row['convention']}, {row['status']}): {why}")
+        why = row.reason
+        why = why if len(why) <= 300 else why[:299] + "…"
+        lines.append(f"- `{row.entry_id}` ({row.convention}, {row.status}): {why}")
     if len(failed) > limit:
         lines.append(f"- … and {len(failed) - limit} more (see results.jsonl)")
     return lines
@@ -336,7 +350,7 @@ def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
 
 def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
     """``summary.md``: per model and suite, tables by category and convention; the cost model."""
-    models = sorted({str(r["model"]) for r in rows})
+    models = sorted({r.model for r in rows})
     lines = [
         "# Benchmark summary",
         "",
@@ -354,13 +368,13 @@ def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
         "(executed), tokens and wall time are means per entry.",
     ]
     for model in models:
-        mine = [r for r in rows if r["model"] == model]
+        mine = [r for r in rows if r.model == model]
         of_model = f" ({model})" if len(models) > 1 else ""
-        for suite in sorted({r["suite"] for r in mine}):
-            subset = [r for r in mine if r["suite"] == suite]
+        for suite in sorted({r.suite for r in mine}):
+            subset = [r for r in mine if r.suite == suite]
             lines += ["", f"## {suite}{of_model}", "", token_source_note(subset), ""]
-            lines += _table(subset, "category", lambda r: r["category"])
-            if suite in ("fanout", "chain", "rot") and any(r.get("width") for r in subset):
+            lines += _table(subset, "category", lambda r: r.category)
+            if suite in ("fanout", "chain", "rot") and any(r.width for r in subset):
                 title = (
                     "Accuracy by chain length (passed/run)"
                     if suite == "chain"
@@ -368,7 +382,7 @@ def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
                 )
                 lines += ["", *_width_table(subset, title)]
             lines += ["", *_failures(subset)]
-        if any(r["suite"] == "fanout" for r in mine):
+        if any(r.suite == "fanout" for r in mine):
             lines += ["", *_cost_section(mine, of_model)]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
@@ -392,17 +406,17 @@ def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
     import matplotlib.pyplot as plt
 
     written: list[str] = []
-    fanout = [r for r in rows if r["suite"] == "fanout" and r.get("width")]
+    fanout = [r for r in rows if r.suite == "fanout" and r.width]
     if fanout:
         fits = {f.variant: f.crossover for f in cost_fits(rows) if f.measure == "input_tokens"}
-        variants = sorted({r["category"] for r in fanout})
+        variants = sorted({r.category for r in fanout})
         fig, axes = plt.subplots(
             1, len(variants), figsize=(5.5 * len(variants), 4.2), squeeze=False
         )
         for ax, variant in zip(axes[0], variants, strict=True):
             _tokens_axes(
                 ax,
-                [r for r in fanout if r["category"] == variant],
+                [r for r in fanout if r.category == variant],
                 line_fits(fanout, variant, "input_tokens"),
                 fits.get(variant),
             )
@@ -411,12 +425,12 @@ def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
         fig.savefig(out / "tokens_vs_n.png", dpi=110)
         plt.close(fig)
         written.append("tokens_vs_n.png")
-    widths = [r for r in rows if r["suite"] in ("fanout", "chain") and r.get("width")]
+    widths = [r for r in rows if r.suite in ("fanout", "chain") and r.width]
     if widths:
-        suites = sorted({r["suite"] for r in widths})
+        suites = sorted({r.suite for r in widths})
         fig, axes = plt.subplots(1, len(suites), figsize=(5.5 * len(suites), 4.2), squeeze=False)
         for ax, suite in zip(axes[0], suites, strict=True):
-            _accuracy_axes(ax, [r for r in widths if r["suite"] == suite])
+            _accuracy_axes(ax, [r for r in widths if r.suite == suite])
             ax.set_xlabel("fan-out width N" if suite == "fanout" else "chain length")
             ax.set_title(f"{suite}: accuracy against width")
         fig.tight_layout()
@@ -432,10 +446,10 @@ def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
 def _tokens_axes(
     ax: Any, rows: Sequence[Row], lines: Mapping[str, LineFit], fit: Crossover | None
 ) -> None:
-    top = max(int(r["width"]) for r in rows)
+    top = max(_width(r) for r in rows)
     for convention in _conventions(rows):
         points = sorted(
-            (int(r["width"]), int(r["input_tokens"])) for r in rows if r["convention"] == convention
+            (_width(r), int(r.input_tokens)) for r in rows if r.convention == convention
         )
         color = _COLORS.get(convention, "0.5")
         ax.scatter(*zip(*points, strict=True), s=18, color=color, label=f"{convention} (measured)")
@@ -480,14 +494,14 @@ def _tokens_axes(
 
 
 def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
-    categories = sorted({r["category"] for r in rows})
+    categories = sorted({r.category for r in rows})
     markers = "os^vD<>"
     for convention in _conventions(rows):
         for index, category in enumerate(categories):
             group: dict[int, list[bool]] = defaultdict(list)
             for r in rows:
-                if r["convention"] == convention and r["category"] == category:
-                    group[int(r["width"])].append(bool(r["correct"]))
+                if r.convention == convention and r.category == category:
+                    group[_width(r)].append(bool(r.correct))
             if not group:
                 continue
             xs = sorted(group)
@@ -510,7 +524,7 @@ def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
 
 
 def _category_plot(plt: Any, path: Path, rows: Sequence[Row]) -> None:
-    keys = sorted({(r["suite"], r["category"]) for r in rows})
+    keys = sorted({(r.suite, r.category) for r in rows})
     conventions = _conventions(rows)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(keys) * len(conventions) + 2), 4.5))
     width = 0.8 / max(len(conventions), 1)
@@ -520,11 +534,9 @@ def _category_plot(plt: Any, path: Path, rows: Sequence[Row]) -> None:
             group = [
                 r
                 for r in rows
-                if (r["suite"], r["category"], r["convention"]) == (suite, category, convention)
+                if (r.suite, r.category, r.convention) == (suite, category, convention)
             ]
-            values.append(
-                100 * sum(1 for r in group if r["correct"]) / len(group) if group else 0.0
-            )
+            values.append(100 * sum(1 for r in group if r.correct) / len(group) if group else 0.0)
         positions = [k + (i - (len(conventions) - 1) / 2) * width for k in range(len(keys))]
         ax.bar(
             positions, values, width=width, color=_COLORS.get(convention, "0.5"), label=convention

@@ -401,11 +401,8 @@ class BfclTask(Task):
                 precision=metrics.precision,
             )
         if self.category == "live_relevance":
-            return Score(
-                correct=bool(made),
-                detail=None if made else "no call was made",
-                precision=1.0 if made else None,
-            )
+            # No ground truth exists, so there is nothing to measure precision against.
+            return Score(correct=bool(made), detail=None if made else "no call was made")
         if self.entry.answer is None:
             raise BenchDataError(f"{self.id}: no ground truth")
         decoded = [{c.tool: dict(c.arguments)} for c in made]
