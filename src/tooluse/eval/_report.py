@@ -169,6 +169,12 @@ class CostFit:
 
 
 _MEASURES = ("input_tokens", "peak_input_tokens")
+PAPER_SOURCE = "Patel et al. 2026"
+# Why γ differs between the variants: what the one script has to write per item.
+_VARIANT_NOTES = {
+    "discovered": "discovered: the script loops over the items a call returned, so γ ≈ 0.",
+    "listed": "listed: the request names every item and the script restates each one.",
+}
 
 
 def _width(row: Row) -> int:
@@ -237,7 +243,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
     fits = cost_fits(rows)
     paper = paper_crossover()
     lines = [
-        f"## Token cost model (equations 229.1–229.3){of_model}",
+        f"## Token cost model (Patel et al. 2026){of_model}",
         "",
         "Least-squares lines of tokens against fan-out width N. JSON: intercept S, slope "
         "c_a + c_r + c_o; code: intercept P + ℓ₀, slope γ. `input tokens` sums every "
@@ -246,7 +252,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
         "",
         "| source | measure | widths | S (json) | c_a+c_r+c_o | P+ℓ₀ (code) | γ | N* |",
         "|---|---|---|---:|---:|---:|---:|---:|",
-        f"| paper (seed text, 2 points) | input tokens | {int(PAPER.widths[0])}, "
+        f"| {PAPER_SOURCE} | input tokens | {int(PAPER.widths[0])}, "
         f"{int(PAPER.widths[1])} | {paper.json.intercept:,.0f} | {paper.json.slope:.1f} "
         f"| {paper.code.intercept:,.0f} | {paper.code.slope:.1f} | {_crossing(paper)} |",
     ]
@@ -269,6 +275,35 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
                 f"- fanout/{fit.variant}, {fit.measure}: json R² {c.json.r2:.5f}, RMSE "
                 f"{c.json.rmse:.1f}; code R² {c.code.r2:.5f}, RMSE {c.code.rmse:.1f}"
             )
+    return lines
+
+
+def cost_table(rows: Sequence[Row]) -> list[str]:
+    """The cost model in a few plain lines: per fan-out variant S, c, P + ℓ₀, γ and N*.
+
+    Input tokens per entry; Patel et al.'s (2026) two measured widths last.
+    """
+    fits = [f for f in cost_fits(rows) if f.measure == "input_tokens"]
+    if not fits:
+        return []
+    widths = sorted({w for f in fits for w in f.widths})
+    lines = [
+        f"cost model, input tokens per entry against fan-out width N (widths {_widths(widths)}):",
+        "JSON costs S + c·N (c: tokens per call), code P + ℓ₀ + γ·N; the lines cross at N*.",
+        f"{'source':<20}{'S':>7}{'c (json)':>10}{'P+ℓ₀':>8}{'γ (code)':>10}{'N*':>13}",
+    ]
+    rows_shown = [(f"fanout/{f.variant}", f.crossover) for f in fits]
+    for name, c in [*rows_shown, (PAPER_SOURCE, paper_crossover())]:
+        n_star = "never" if c.n_star is None else f"{c.n_star:.1f}"
+        if c.n_star_se:
+            n_star += f" ± {c.n_star_se:.1f}"
+        lines.append(
+            f"{name:<20}{c.json.intercept:>7,.0f}{c.json.slope:>10.1f}"
+            f"{c.code.intercept:>8,.0f}{c.code.slope:>10.1f}{n_star:>13}"
+        )
+    variants = {f.variant for f in fits}
+    if variants & set(_VARIANT_NOTES):
+        lines += [_VARIANT_NOTES[v] for v in sorted(variants) if v in _VARIANT_NOTES]
     return lines
 
 

@@ -114,7 +114,7 @@ class BenchConfig:
             )
         if self.suite == "costmodel" and not set(self.conventions) <= set(_COSTMODEL_CONVENTIONS):
             raise UsageError(
-                "the cost model fits JSON against code (equations 229.1–229.3) and takes "
+                "the cost model fits JSON against code (Patel et al. 2026) and takes "
                 "--conventions json, code or json,code; to measure text on the same tasks, run "
                 "`tooluse bench fanout --conventions json,code,text` (its summary fits text too)"
             )
@@ -141,8 +141,9 @@ def model_label(model: str | Model, calls: CallPolicy | None = None) -> str:
 class _Context:
     """What a process needs to run entries: the model (or the oracle) and a sandbox.
 
-    A model given as an instance is used for every entry; a spec is resolved on
-    first use. A sandbox passed in belongs to the caller and is not closed here.
+    A model given as an instance is used for every entry; a spec is resolved
+    here, so that a bad one fails before any entry runs. A sandbox passed in
+    belongs to the caller and is not closed here.
     """
 
     def __init__(
@@ -155,17 +156,16 @@ class _Context:
     ) -> None:
         self.calls = calls or CallPolicy()
         self.label = model_label(model, self.calls)
-        self._spec = model if isinstance(model, str) else None
+        self._oracle = model == ORACLE
+        if isinstance(model, str) and not self._oracle:
+            model = resolve_model(model, base_url=base_url)
         self._model = None if isinstance(model, str) else model
-        self._base_url = base_url
         self._sandbox = sandbox
         self._owns_sandbox = sandbox is None
 
     def model_for(self, task: Task, setup: Setup, convention: str) -> Model:
-        if self._spec == ORACLE:
-            return oracle_for(task, convention, setup)
         if self._model is None:
-            self._model = resolve_model(str(self._spec), base_url=self._base_url)
+            return oracle_for(task, convention, setup)
         return self._model
 
     def sandbox(self) -> Sandbox:
@@ -315,6 +315,8 @@ class Bench:
         self.config = config
         self.results = config.out / RESULTS
         self._tasks = list(tasks) if tasks is not None else None
+        # Resolving the model now turns a bad spec into an error before anything runs.
+        self._context = _Context(config.model, base_url=config.base_url, calls=config.calls)
 
     def tasks(self) -> list[Task]:
         """The tasks given, or the configured suite's."""
@@ -344,11 +346,15 @@ class Bench:
         """Run what is pending; `on_start(pending, total)` then `on_row(row)` as rows finish."""
         tasks = self.tasks()
         jobs = self.pending(tasks)
+        try:
+            self.config.out.mkdir(parents=True, exist_ok=True)
+            sink = self.results.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {self.results}: {exc.strerror or exc}") from exc
         if on_start is not None:
             on_start(len(jobs), len(tasks) * len(self.config.conventions))
-        self.config.out.mkdir(parents=True, exist_ok=True)
         rows: list[Row] = []
-        with self.results.open("a", encoding="utf-8") as sink:
+        with sink:
             for row in self._rows(jobs):
                 sink.write(json.dumps(row.to_json(), ensure_ascii=False, default=str) + "\n")
                 sink.flush()
@@ -366,9 +372,7 @@ class Bench:
             yield from self._in_pool(jobs)
 
     def _in_process(self, jobs: Iterable[tuple[Task, str]]) -> Iterator[Row]:
-        context = _Context(
-            self.config.model, base_url=self.config.base_url, calls=self.config.calls
-        )
+        context = self._context
         loop = asyncio.new_event_loop()
         try:
             for task, convention in jobs:
