@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from .. import UsageError
 
 sim_app = typer.Typer(help="Simulations of context policies.", no_args_is_help=True)
 out = Console()
@@ -54,15 +57,25 @@ def buffer(  # noqa: PLR0917 - typer maps parameters to options
             budgets = [float(b) for b in sweep.split(",") if b.strip()]
         except ValueError:
             raise typer.BadParameter("--sweep takes numbers separated by commas") from None
-        print(sim.render_sweep(sim.sweep_budget(config, budgets)))
+        reports = sim.sweep_budget(config, budgets)
+        print(sim.render_sweep(reports))
+        if plot is not None:
+            _draw(plot, lambda path: sim.plot_sweep(reports, path))
         return
     report = sim.simulate(config)
     print(sim.render_table(report))
     print("\npeak/B is equal by construction (shared cap), not a measured difference")
     if plot is not None:
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        sim.plot(report, plot)
-        out.print(f"[dim]figure written to {plot}[/]")
+        _draw(plot, lambda path: sim.plot(report, path))
+
+
+def _draw(path: Path, draw: Callable[[Path], Path]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draw(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write the figure to {path}: {exc.strerror or exc}") from exc
+    out.print(f"[dim]figure written to {path}[/]")
 
 
 @sim_app.command("runtime")

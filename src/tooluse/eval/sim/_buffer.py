@@ -47,6 +47,7 @@ __all__ = [
     "PolicyResult",
     "SimReport",
     "plot",
+    "plot_sweep",
     "render_sweep",
     "render_table",
     "simulate",
@@ -351,6 +352,49 @@ def plot(report: SimReport, path: str | Path) -> Path:
     for ax in (bars, trials):
         ax.set_xticks(x)
         ax.set_xticklabels(labels, fontsize=8.5)
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=150)
+    return out
+
+
+def plot_sweep(reports: Sequence[SimReport], path: str | Path) -> Path:
+    """Draw a budget sweep to a PNG: mean loss (± sd) and queries per episode against B."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not reports:
+        raise UsageError("a sweep needs at least one budget")
+    budgets = [r.config.budget for r in reports]
+    fig = Figure(figsize=(8.6, 3.6))
+    FigureCanvasAgg(fig)
+    losses, queries = fig.subplots(1, 2)
+    for policy in (r.policy for r in reports[0].results):
+        results = [r[policy] for r in reports]
+        label = _LABELS[policy].replace("\n", " ")
+        sds = [0.0 if math.isnan(r.loss_sd) else r.loss_sd for r in results]
+        losses.errorbar(
+            budgets, [r.loss_mean for r in results], yerr=sds, marker="o", ms=4, capsize=3,
+            color=_COLORS[policy], label=label,
+        )  # fmt: skip
+        if any(r.queries_mean for r in results):
+            queries.plot(
+                budgets, [r.queries_mean for r in results], marker="o", ms=4,
+                color=_COLORS[policy], label=label,
+            )  # fmt: skip
+    losses.set_ylabel("needed but unrecoverable")
+    losses.set_title("Information loss against budget (mean $\\pm$ sd)")
+    losses.legend(frameon=False, fontsize=8)
+    queries.set_ylabel("queries per episode")
+    queries.set_title("Retrieval queries against budget")
+    queries.legend(frameon=False, fontsize=8, title="the others never query", title_fontsize=8)
+    for ax in (losses, queries):
+        ax.set_xscale("log")
+        ax.set_xticks(budgets, [f"{b:,.0f}" for b in budgets], fontsize=8.5)
+        ax.minorticks_off()
+        ax.set_xlabel(f"budget B, tokens ({reports[0].config.trials} trials each)")
+        ax.set_ylim(bottom=0)
         ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     out = Path(path)
