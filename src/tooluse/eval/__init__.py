@@ -15,7 +15,8 @@ from tooluse.eval._costmodel import Crossover, LineFit, crossover, fit_line, pap
 from tooluse.eval._driver import CallPolicy
 from tooluse.eval._metrics import CallMetrics, call_metrics
 from tooluse.eval._oracle import OracleModel, oracle_for
-from tooluse.eval._report import write_plots, write_summary
+from tooluse.eval._plots import write_plots
+from tooluse.eval._report import write_summary
 from tooluse.eval._row import Row
 from tooluse.eval._runner import Bench, BenchConfig, evaluate, read_rows
 from tooluse.eval._suites import SUITES, SuiteOptions, build_tasks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,15 +19,11 @@ __all__ = [
     "cost_fits",
     "render_summary",
     "token_source_note",
-    "write_plots",
     "write_summary",
 ]
 
-_COLORS = {"json": "#c44e52", "code": "#4c72b0", "text": "#55a868"}
-_LINESTYLES = {"json": "-", "code": "--", "text": ":"}
 
-
-def _convention_order(convention: str) -> tuple[int, str]:
+def convention_order(convention: str) -> tuple[int, str]:
     """json, code, text, then anything else by name."""
     known = CONVENTIONS.index(convention) if convention in CONVENTIONS else len(CONVENTIONS)
     return known, convention
@@ -134,10 +130,10 @@ def _table(rows: Sequence[Row], group: str, key: Callable[[Row], Any]) -> list[s
     groups: dict[Any, list[Row]] = defaultdict(list)
     for row in rows:
         groups[(key(row), row.convention)].append(row)
-    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), _convention_order(k[1])))
+    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), convention_order(k[1])))
     for name, convention in ordered:
         lines.append(_line(str(name), convention, aggregate(groups[(name, convention)])))
-    for convention in _conventions(rows):
+    for convention in conventions_of(rows):
         subset = [r for r in rows if r.convention == convention]
         lines.append(_line("**all**", convention, aggregate(subset)))
     return lines
@@ -177,7 +173,7 @@ _VARIANT_NOTES = {
 }
 
 
-def _width(row: Row) -> int:
+def row_width(row: Row) -> int:
     if row.width is None:
         raise ValueError(f"{row.entry_id} has no width")
     return row.width
@@ -187,7 +183,7 @@ def _measured(row: Row, measure: str) -> int:
     return row.input_tokens if measure == "input_tokens" else row.peak_input_tokens
 
 
-def _fanout(rows: Sequence[Row]) -> list[Row]:
+def fanout_rows(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r.suite == "fanout" and r.width]
 
 
@@ -197,10 +193,10 @@ def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, Line
     Conventions measured at fewer than two widths have no line.
     """
     lines = {}
-    fanout = [r for r in _fanout(rows) if r.category == variant]
-    for convention in sorted({r.convention for r in fanout}, key=_convention_order):
+    fanout = [r for r in fanout_rows(rows) if r.category == variant]
+    for convention in sorted({r.convention for r in fanout}, key=convention_order):
         points = [
-            (float(_width(r)), float(_measured(r, measure)))
+            (float(row_width(r)), float(_measured(r, measure)))
             for r in fanout
             if r.convention == convention
         ]
@@ -210,13 +206,13 @@ def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, Line
 
 
 def _variant_widths(rows: Sequence[Row], variant: str) -> tuple[int, ...]:
-    return tuple(sorted({_width(r) for r in _fanout(rows) if r.category == variant}))
+    return tuple(sorted({row_width(r) for r in fanout_rows(rows) if r.category == variant}))
 
 
 def cost_fits(rows: Sequence[Row]) -> list[CostFit]:
     """Per fan-out variant, JSON's and code's lines of tokens against N, and where they cross."""
     fits = []
-    for variant in sorted({r.category for r in _fanout(rows)}):
+    for variant in sorted({r.category for r in fanout_rows(rows)}):
         for measure in _MEASURES:
             lines = line_fits(rows, variant, measure)
             if "json" in lines and "code" in lines:
@@ -260,7 +256,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
         c = fit.crossover
         measure = "input tokens" if fit.measure == "input_tokens" else "largest request"
         lines.append(
-            f"| ours: fanout/{fit.variant} | {measure} | {_widths(fit.widths)} "
+            f"| ours: fanout/{fit.variant} | {measure} | {widths_text(fit.widths)} "
             f"| {c.json.intercept:,.0f} ± {c.json.intercept_se:,.0f} "
             f"| {c.json.slope:.1f} ± {c.json.slope_se:.1f} "
             f"| {c.code.intercept:,.0f} ± {c.code.intercept_se:,.0f} "
@@ -288,7 +284,8 @@ def cost_table(rows: Sequence[Row]) -> list[str]:
         return []
     widths = sorted({w for f in fits for w in f.widths})
     lines = [
-        f"cost model, input tokens per entry against fan-out width N (widths {_widths(widths)}):",
+        "cost model, input tokens per entry against fan-out width N "
+        f"(widths {widths_text(widths)}):",
         "JSON costs S + c·N (c: tokens per call), code P + ℓ₀ + γ·N; the lines cross at N*.",
         f"{'source':<20}{'S':>7}{'c (json)':>10}{'P+ℓ₀':>8}{'γ (code)':>10}{'N*':>13}",
     ]
@@ -310,7 +307,7 @@ def cost_table(rows: Sequence[Row]) -> list[str]:
 def _text_cost_lines(rows: Sequence[Row]) -> list[str]:
     """The text convention's lines: outside the equations, but priced per call as JSON is."""
     found = []
-    for variant in sorted({r.category for r in _fanout(rows)}):
+    for variant in sorted({r.category for r in fanout_rows(rows)}):
         for measure in _MEASURES:
             lines = line_fits(rows, variant, measure)
             if "text" in lines:
@@ -330,14 +327,14 @@ def _text_cost_lines(rows: Sequence[Row]) -> list[str]:
         against = _crossing(crossover(text, lines["code"])) if "code" in lines else "–"
         shown = "input tokens" if measure == "input_tokens" else "largest request"
         out.append(
-            f"| ours: fanout/{variant} | {shown} | {_widths(_variant_widths(rows, variant))} "
+            f"| ours: fanout/{variant} | {shown} | {widths_text(_variant_widths(rows, variant))} "
             f"| {text.intercept:,.0f} ± {text.intercept_se:,.0f} "
             f"| {text.slope:.1f} ± {text.slope_se:.1f} | {against} |"
         )
     return out
 
 
-def _widths(widths: Sequence[int]) -> str:
+def widths_text(widths: Sequence[int]) -> str:
     return (
         f"{widths[0]}–{widths[-1]} ({len(widths)})"
         if len(widths) > 2
@@ -349,24 +346,24 @@ def _widths(widths: Sequence[int]) -> str:
 
 
 def _width_table(rows: Sequence[Row], title: str) -> list[str]:
-    lines = [f"### {title}", "", "| category | N | " + " | ".join(_conventions(rows)) + " |"]
-    lines.append("|---|---:|" + "---:|" * len(_conventions(rows)))
+    lines = [f"### {title}", "", "| category | N | " + " | ".join(conventions_of(rows)) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(conventions_of(rows)))
     cells: dict[tuple[str, int], dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if row.width is not None:
-            cells[(row.category, _width(row))][row.convention].append(row)
+            cells[(row.category, row_width(row))][row.convention].append(row)
     for category, width in sorted(cells):
         by_convention = cells[(category, width)]
         values = []
-        for convention in _conventions(rows):
+        for convention in conventions_of(rows):
             group = by_convention.get(convention, [])
             values.append(f"{sum(1 for r in group if r.correct)}/{len(group)}" if group else "–")
         lines.append(f"| {category} | {width} | " + " | ".join(values) + " |")
     return lines
 
 
-def _conventions(rows: Sequence[Row]) -> list[str]:
-    return sorted({r.convention for r in rows}, key=_convention_order)
+def conventions_of(rows: Sequence[Row]) -> list[str]:
+    return sorted({r.convention for r in rows}, key=convention_order)
 
 
 def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
@@ -428,166 +425,3 @@ def write_summary(out: Path, rows: Sequence[Row], plots: Sequence[str] = ()) -> 
     path = out / "summary.md"
     path.write_text(render_summary(rows, plots), encoding="utf-8")
     return path
-
-
-# --- plots --------------------------------------------------------------------------
-
-
-def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
-    """PNG plots for what the rows hold; returns their file names."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written: list[str] = []
-    fanout = [r for r in rows if r.suite == "fanout" and r.width]
-    if fanout:
-        fits = {f.variant: f.crossover for f in cost_fits(rows) if f.measure == "input_tokens"}
-        variants = sorted({r.category for r in fanout})
-        fig, axes = plt.subplots(
-            1, len(variants), figsize=(5.5 * len(variants), 4.2), squeeze=False
-        )
-        for ax, variant in zip(axes[0], variants, strict=True):
-            _tokens_axes(
-                ax,
-                [r for r in fanout if r.category == variant],
-                line_fits(fanout, variant, "input_tokens"),
-                fits.get(variant),
-            )
-            ax.set_title(f"fan-out ({variant}): input tokens against N")
-        fig.tight_layout()
-        fig.savefig(out / "tokens_vs_n.png", dpi=110)
-        plt.close(fig)
-        written.append("tokens_vs_n.png")
-    widths = [r for r in rows if r.suite in ("fanout", "chain") and r.width]
-    if widths:
-        suites = sorted({r.suite for r in widths})
-        fig, axes = plt.subplots(1, len(suites), figsize=(5.5 * len(suites), 4.2), squeeze=False)
-        for ax, suite in zip(axes[0], suites, strict=True):
-            _accuracy_axes(ax, [r for r in widths if r.suite == suite])
-            ax.set_xlabel("fan-out width N" if suite == "fanout" else "chain length")
-            ax.set_title(f"{suite}: accuracy against width")
-        fig.tight_layout()
-        fig.savefig(out / "accuracy_vs_width.png", dpi=110)
-        plt.close(fig)
-        written.append("accuracy_vs_width.png")
-    if rows:
-        _category_plot(plt, out / "accuracy_by_category.png", rows)
-        written.append("accuracy_by_category.png")
-    return written
-
-
-def _tokens_axes(
-    ax: Any, rows: Sequence[Row], lines: Mapping[str, LineFit], fit: Crossover | None
-) -> None:
-    top = max(_width(r) for r in rows)
-    for convention in _conventions(rows):
-        points = sorted(
-            (_width(r), int(r.input_tokens)) for r in rows if r.convention == convention
-        )
-        color = _COLORS.get(convention, "0.5")
-        ax.scatter(*zip(*points, strict=True), s=18, color=color, label=f"{convention} (measured)")
-        line = lines.get(convention)
-        if line is not None:
-            ax.plot([0, top], [line.at(0), line.at(top)], color=color, lw=1.5)
-    if fit is not None and fit.n_star is not None and 0 < fit.n_star < top:
-        ax.axvline(fit.n_star, color="0.4", ls=":", lw=1.2)
-        ax.annotate(
-            f"N* ≈ {fit.n_star:.1f}",
-            xy=(fit.n_star, 1),
-            xycoords=("data", "axes fraction"),
-            xytext=(4, -14),
-            textcoords="offset points",
-            color="0.3",
-        )
-    paper = paper_crossover()
-    ax.plot(
-        [0, top],
-        [paper.json.at(0), paper.json.at(top)],
-        color=_COLORS["json"],
-        ls="--",
-        lw=0.8,
-        alpha=0.5,
-        label="json (paper)",
-    )
-    ax.plot(
-        [0, top],
-        [paper.code.at(0), paper.code.at(top)],
-        color=_COLORS["code"],
-        ls="--",
-        lw=0.8,
-        alpha=0.5,
-        label="code (paper)",
-    )
-    ax.set_xlabel("fan-out width N (tool calls)")
-    ax.set_ylabel("input tokens per entry")
-    ax.set_xlim(0, top * 1.02)
-    ax.set_ylim(bottom=0)
-    ax.legend(frameon=False, fontsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
-    categories = sorted({r.category for r in rows})
-    markers = "os^vD<>"
-    for convention in _conventions(rows):
-        for index, category in enumerate(categories):
-            group: dict[int, list[bool]] = defaultdict(list)
-            for r in rows:
-                if r.convention == convention and r.category == category:
-                    group[_width(r)].append(bool(r.correct))
-            if not group:
-                continue
-            xs = sorted(group)
-            ys = [100 * sum(group[x]) / len(group[x]) for x in xs]
-            label = convention if len(categories) == 1 else f"{convention} ({category})"
-            ax.plot(
-                xs,
-                ys,
-                ls=_LINESTYLES.get(convention, "-."),
-                marker=markers[index % len(markers)],
-                color=_COLORS.get(convention, "0.5"),
-                label=label,
-                lw=1.5,
-                ms=4,
-            )
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(-5, 108)
-    ax.legend(frameon=False, fontsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _category_plot(plt: Any, path: Path, rows: Sequence[Row]) -> None:
-    keys = sorted({(r.suite, r.category) for r in rows})
-    conventions = _conventions(rows)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(keys) * len(conventions) + 2), 4.5))
-    width = 0.8 / max(len(conventions), 1)
-    for i, convention in enumerate(conventions):
-        values = []
-        for suite, category in keys:
-            group = [
-                r
-                for r in rows
-                if (r.suite, r.category, r.convention) == (suite, category, convention)
-            ]
-            values.append(100 * sum(1 for r in group if r.correct) / len(group) if group else 0.0)
-        positions = [k + (i - (len(conventions) - 1) / 2) * width for k in range(len(keys))]
-        ax.bar(
-            positions, values, width=width, color=_COLORS.get(convention, "0.5"), label=convention
-        )
-    ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(
-        [f"{c}" if s == "bfcl" else f"{s}/{c}" for s, c in keys],
-        rotation=60,
-        ha="right",
-        fontsize=8,
-    )
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 118)
-    ax.set_title("accuracy per category and convention")
-    ax.legend(frameon=False, ncol=len(conventions), loc="upper center")
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
