@@ -310,7 +310,7 @@ def costmodel(  # noqa: PLR0917
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
 ) -> None:
-    """Token cost model: fit tokens against N per convention, report N* beside Patel et al.'s."""
+    """Token cost model: fit tokens against N per convention, N* beside Patel et al. 2026."""
     _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
            limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
            retry_errors=retry_errors)  # fmt: skip

@@ -1,7 +1,8 @@
 """How much needed context each eviction policy destroys over a long episode.
 
-The model follows the buffer simulation of Li et al. (2026) on agentic context
-management. Each turn appends one item to a context buffer of `budget` tokens. Item
+The simulation tests the argument for agent-invoked context management (Li et al.
+2026): that an agent's own belief about what it has finished with is a better
+eviction hint than recency. Each turn appends one item to a context buffer of `budget` tokens. Item
 sizes are lognormal. A fraction `reuse_fraction` of the items is needed once more,
 after a Pareto-tailed reuse distance; needs that would fall after the last turn are
 dropped. When an append would push occupancy past ``trigger * budget``, the buffer is
@@ -71,7 +72,7 @@ _COLORS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class BufferSimConfig:
-    """Parameters of the simulation; the defaults are Li et al.'s (2026)."""
+    """Parameters of the simulation; the defaults give the reference table."""
 
     budget: float = 12_000
     """Context budget B, in tokens."""
@@ -182,7 +183,7 @@ class _Trajectory:
 
 def _trajectory(rng: np.random.Generator, cfg: BufferSimConfig) -> _Trajectory:
     # The order of these draws is part of the model: with it, the default seed
-    # reproduces Li et al.'s (2026) published table exactly.
+    # reproduces the reference table exactly.
     n = cfg.turns
     size = rng.lognormal(np.log(cfg.item_tokens), cfg.item_sigma, n)
     reused = rng.random(n) < cfg.reuse_fraction
