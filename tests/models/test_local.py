@@ -307,3 +307,21 @@ def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:
     request = ModelRequest([Message("user", "Set the code.")], [odd], "set_code")
     with pytest.raises(GrammarError, match="no grammar engine takes this request"):
         LocalModel(max_output_tokens=8).respond_sync(request)
+
+
+def test_models_evicted_from_the_engine_cache_are_freed() -> None:
+    import gc
+
+    import llama_cpp
+
+    for n_ctx in (512, 1024, 1536):
+        reply = LocalModel(n_ctx=n_ctx, max_output_tokens=2, constrained=False).respond_sync(
+            ModelRequest([Message("user", "Hi")])
+        )
+        assert reply.usage is not None and reply.usage.output_tokens > 0
+    gc.collect()
+
+    # the two most recently used stay loaded; the third is gone, not leaked
+    alive = [o for o in gc.get_objects() if isinstance(o, llama_cpp.Llama)]
+    assert len(alive) == 2
+    assert sorted(llm.n_ctx() for llm in alive) == [1024, 1536]
