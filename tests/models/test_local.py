@@ -13,6 +13,7 @@ import pytest
 from examples.seed_tools import toolbox
 from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
 from tooluse.conventions import extract_script
+from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
 from tooluse.models._local import _read_calls, _template_messages
 
@@ -290,7 +291,7 @@ def test_a_grammar_llguidance_refuses_falls_back_to_llama_cpp_with_a_warning(
     plain = model.grammar_for(ModelRequest([Message("user", "x")], TOOLS, "auto"))
     assert plain is not None and model._gbnf_instead(engine, plain) is None
     assert caplog.text == ""
-    assert LocalModel(grammar_engine="llama.cpp")._gbnf_instead(engine, plain) == plain.gbnf
+    assert LocalModel(grammar_engine="llama.cpp")._gbnf_instead(engine, plain) == to_gbnf(plain)
 
 
 def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:

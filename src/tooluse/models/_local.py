@@ -47,6 +47,7 @@ from ..decoding import (
     call_grammar,
     calls_grammar,
     code_grammar,
+    to_gbnf,
 )
 from ..tools import Tool
 from ._base import Model, ModelRequest, ModelResponse
@@ -550,7 +551,7 @@ def _checked_gbnf(grammar: Grammar) -> str:
     from llama_cpp.llama_grammar import LlamaGrammar
 
     try:
-        text = grammar.gbnf
+        text = to_gbnf(grammar)
         LlamaGrammar.from_string(text, verbose=False)
     except Exception as exc:  # its converter and parser fail with asserts and ValueErrors
         raise GrammarError(f"llama.cpp: {type(exc).__name__}: {exc}") from exc
