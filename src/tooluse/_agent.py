@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -159,12 +160,27 @@ class Agent:
         `expect` states what a complete answer needs (see `Expect`); a run that
         answers without it ends with status ``truncated``. `history` continues
         a conversation: pass the `messages` of the previous result.
+
+        Ctrl-C ends the run, and `run` returns its result with status
+        ``cancelled``: what was recorded before the interrupt is kept, and the
+        caller decides whether to stop.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, expect=expect, history=history))
-        raise UsageError("Agent.run() was called inside a running event loop; await Agent.arun()")
+            pass
+        else:
+            raise UsageError(
+                "Agent.run() was called inside a running event loop; await Agent.arun()"
+            )
+        run = self._open(task, expect)
+        try:
+            # asyncio.run turns the first Ctrl-C into a cancellation of the run
+            # and raises KeyboardInterrupt once the run has unwound.
+            asyncio.run(self._play(run, task, history))
+        except KeyboardInterrupt:
+            return run.end(interrupted=True)
+        return run.end()
 
     async def arun(
         self,
@@ -173,36 +189,56 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
     ) -> RunResult:
-        """Run `task` to completion (see `run`)."""
-        expectations = [expect] if isinstance(expect, Expect) else list(expect)
+        """Run `task` to completion (see `run`).
+
+        Cancelled (``task.cancel()``, a timeout around it), the run ends with
+        status ``cancelled`` and the `asyncio.CancelledError` propagates, as
+        asyncio's timeouts and task groups need; the partial `RunResult` is
+        the exception's ``result`` attribute.
+        """
+        run = self._open(task, expect)
+        try:
+            await self._play(run, task, history)
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            # The exception must stay asyncio's own, so the result rides on it.
+            exc.result = run.end(interrupted=True)  # type: ignore[union-attr]
+            raise
+        return run.end()
+
+    def _open(self, task: str, expect: Expect | Sequence[Expect]) -> _Run:
+        """Start recording a run: its trace, its tools and its dispatcher."""
         sinks: list[EventSink] = []
         writer = JsonlTrace(self.trace) if self.trace is not None else None
         if writer is not None:
             sinks.append(writer)
         if self.on_event is not None:
             sinks.append(self.on_event)
-
-        def emit(event: dict[str, Any]) -> None:
-            stamped = stamp(event)
-            for sink in sinks:
-                sink(stamped)
-
-        state = RunState(emit=emit, tracing=bool(sinks), count_tokens=self.config.count_tokens)
+        window: ContextWindow | None = None
         tools = self.tools
         if self.context is not None:
             if self._store is None:
                 self._store = self.context.store or ContextStore(":memory:")
-            state.context = ContextWindow(self.context, self._store, count_tokens)
+            window = ContextWindow(self.context, self._store, count_tokens)
             if self.context.agent_tools:
-                tools = self.tools.merged(Toolbox(state.context.tools()))
+                tools = self.tools.merged(Toolbox(window.tools()))
         dispatcher = Dispatcher(
             tools,
             timeout=self.tool_timeout,
             max_concurrency=self.max_concurrency,
             max_calls_per_turn=self.max_calls_per_turn,
+            max_argument_bytes=self.config.max_argument_chars,
         )
-        start = time.perf_counter()
-        emit(
+        expectations = [expect] if isinstance(expect, Expect) else list(expect)
+        run = _Run(
+            self,
+            sinks=sinks,
+            writer=writer,
+            expectations=expectations,
+            tools=tools,
+            dispatcher=dispatcher,
+        )
+        run.state.context = window
+        run.emit(
             {
                 "event": "run_start",
                 "task": task,
@@ -211,53 +247,21 @@ class Agent:
                 "tools": tools.names,
             }
         )
+        return run
+
+    async def _play(self, run: _Run, task: str, history: Sequence[Message]) -> None:
+        """Drive the loop until it ends; a cancellation or Ctrl-C passes through."""
+        state = run.state
         try:
-            prepared = self.convention.prepare(tools, self.system_prompt)
+            prepared = self.convention.prepare(run.tools, self.system_prompt)
             flow = agent_flow(state, task, prepared, self.convention, self.config, history=history)
-            await self._drive(flow, dispatcher, tools)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            raise
+            await self._drive(flow, run.dispatcher, run.tools)
         except Exception as exc:
             # The host never crashes on a run: whatever broke, the state so far is kept.
             state.status = "error"
             state.error = f"{type(exc).__name__}: {exc}"
-            emit({"event": "internal_error", "traceback": traceback.format_exc()})
-        finally:
-            dispatcher.close()
-            if state.status == "completed" and expectations:
-                shortfall = check_expectations(expectations, state.calls)
-                if shortfall is not None:
-                    state.status, state.error = "truncated", shortfall
-            result = RunResult(
-                answer=state.answer,
-                status=state.status,
-                calls=state.calls,
-                rejected=state.rejected,
-                scripts=state.scripts,
-                messages=state.messages,
-                usage=state.usage,
-                rounds=state.rounds,
-                error=state.error,
-                duration_s=time.perf_counter() - start,
-                model=self.model.name,
-                convention=self.convention.name,
-            )
-            emit(
-                {
-                    "event": "run_end",
-                    "status": result.status,
-                    "answer": result.answer,
-                    "error": result.error,
-                    "rounds": result.rounds,
-                    "calls": len(result.calls),
-                    "rejected": len(result.rejected),
-                    "usage": result.usage.to_dict(),
-                    "duration_s": result.duration_s,
-                }
-            )
-            if writer is not None:
-                writer.close()
-        return result
+            run.emit({"event": "internal_error", "traceback": traceback.format_exc()})
+        run.played = True
 
     async def _drive(self, flow: Any, dispatcher: Dispatcher, tools: Toolbox | None = None) -> None:
         """Answer the loop's effects until it finishes."""
@@ -290,3 +294,92 @@ class Agent:
                 effect = flow.send(reply)
             except StopIteration:
                 return
+
+
+class _Run:
+    """One run being recorded: its state, its event sinks, and how it ends."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        sinks: list[EventSink],
+        writer: JsonlTrace | None,
+        expectations: list[Expect],
+        tools: Toolbox,
+        dispatcher: Dispatcher,
+    ) -> None:
+        self.agent = agent
+        self.sinks = sinks
+        self.writer = writer
+        self.expectations = expectations
+        self.sink_errors = 0
+        self.state = RunState(
+            emit=self.emit, tracing=bool(sinks), count_tokens=agent.config.count_tokens
+        )
+        self.tools = tools
+        self.dispatcher = dispatcher
+        #: Whether the loop ran to its own end (an answer, a limit, an error).
+        self.played = False
+        self.result: RunResult | None = None
+        self.start = time.perf_counter()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        stamped = stamp(event)
+        for sink in self.sinks:
+            try:
+                sink(stamped)
+            except Exception as exc:
+                # Tracing must never change what the run does.
+                self.sink_errors += 1
+                if self.sink_errors == 1:
+                    warnings.warn(
+                        f"a trace sink failed ({type(exc).__name__}: {exc}); the run goes on, "
+                        "and RunResult.sink_errors counts the events sinks failed to take",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+
+    def end(self, *, interrupted: bool = False) -> RunResult:
+        """The run's result, built once: ``cancelled`` if interrupted before its end."""
+        if self.result is not None:
+            return self.result
+        state = self.state
+        self.dispatcher.close()
+        if interrupted and not self.played:
+            state.status, state.error = "cancelled", "the run was cancelled"
+        if state.status == "completed" and self.expectations:
+            shortfall = check_expectations(self.expectations, state.calls)
+            if shortfall is not None:
+                state.status, state.error = "truncated", shortfall
+        result = self.result = RunResult(
+            answer=state.answer,
+            status=state.status,
+            calls=state.calls,
+            rejected=state.rejected,
+            scripts=state.scripts,
+            messages=state.messages,
+            usage=state.usage,
+            rounds=state.rounds,
+            error=state.error,
+            duration_s=time.perf_counter() - self.start,
+            model=self.agent.model.name,
+            convention=self.agent.convention.name,
+        )
+        self.emit(
+            {
+                "event": "run_end",
+                "status": result.status,
+                "answer": result.answer,
+                "error": result.error,
+                "rounds": result.rounds,
+                "calls": len(result.calls),
+                "rejected": len(result.rejected),
+                "usage": result.usage.to_dict(),
+                "duration_s": result.duration_s,
+            }
+        )
+        result.sink_errors = self.sink_errors
+        if self.writer is not None:
+            self.writer.close()
+        return result

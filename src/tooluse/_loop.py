@@ -48,6 +48,9 @@ class RunScript:
 
 Effect = AskModel | RunCalls | RunScript
 
+#: Characters of a refused over-long argument text the conversation keeps.
+_ECHO_KEEP = 1_000
+
 
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
@@ -56,6 +59,9 @@ class LoopConfig:
     cycle_limit: int | None = 5
     count_tokens: bool = True
     max_result_chars: int = 50_000
+    #: Argument text beyond this is refused unread, and the reply that made
+    #: the call keeps only its start: it would be sent again every round.
+    max_argument_chars: int = 1_000_000
     #: Overrides the convention's tool choice until a call has run.
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
@@ -122,6 +128,19 @@ def _unique_ids(state: RunState, calls: Sequence[ToolCall]) -> list[ToolCall]:
         state.call_ids.add(call_id)
         out.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
     return out
+
+
+def _echo(call: ToolCall, limit: int) -> ToolCall:
+    """The call as the conversation keeps it: over-long arguments cut, with a note.
+
+    Such a call is refused for its size; the refusal tells the model why.
+    """
+    if len(call.arguments) <= limit:
+        return call
+    keep = min(limit, _ECHO_KEEP)
+    cut = len(call.arguments) - keep
+    note = f"... [{cut:,} characters cut: the arguments were over the size limit]"
+    return ToolCall(call.id, call.name, call.arguments[:keep] + note)
 
 
 def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> list[CallRecord]:
@@ -208,7 +227,12 @@ def agent_flow(
         state.add(Message("system", prepared.system_prompt))
     for earlier in history:
         copy = Message(
-            earlier.role, earlier.content, earlier.tool_calls, earlier.tool_call_id, earlier.name
+            earlier.role,
+            earlier.content,
+            earlier.tool_calls,
+            earlier.tool_call_id,
+            earlier.name,
+            is_error=earlier.is_error,
         )
         state.add(copy)
         state.call_ids.update(call.id for call in earlier.tool_calls)
@@ -245,7 +269,8 @@ def agent_flow(
             state.status, state.error = "error", f"{type(exc).__name__}: {exc}"
             return
         response.tool_calls = _unique_ids(state, response.tool_calls)
-        reply = state.add(Message("assistant", response.content, tuple(response.tool_calls)))
+        echoed = tuple(_echo(call, config.max_argument_chars) for call in response.tool_calls)
+        reply = state.add(Message("assistant", response.content, echoed))
         usage = _round_usage(state, response, tools_tokens, config)
         state.usage.rounds.append(usage)
         if state.tracing:
@@ -272,7 +297,15 @@ def agent_flow(
             record, script_calls = yield RunScript(script_id, action.code, round_, action.repairs)
             state.scripts.append(record)
             _record_outcomes(state, script_calls)
-            state.add(Message("tool", record.content, tool_call_id=script_id, name="python"))
+            state.add(
+                Message(
+                    "tool",
+                    record.content,
+                    tool_call_id=script_id,
+                    name="python",
+                    is_error=record.status != "ok",
+                )
+            )
             if state.tracing:
                 state.emit({"event": "script", **record.to_dict()})
             continue
@@ -286,7 +319,12 @@ def agent_flow(
                 if state.context is not None
                 else _clip(outcome.content, config.max_result_chars)
             )
-            state.add(Message("tool", content, tool_call_id=outcome.id, name=outcome.name))
+            failed = not isinstance(outcome, CallRecord) or not outcome.ok
+            state.add(
+                Message(
+                    "tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed
+                )
+            )
         executed = _record_outcomes(state, outcomes)
         notes = list(action.notes)
         cycle = _cycle_note(state, executed, config)

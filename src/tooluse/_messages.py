@@ -42,6 +42,8 @@ class Message:
 
     `id` is a stable, short identifier (``m1``, ``m2`` …) the runtime assigns
     when the message enters a run, so that the model can name messages.
+    `is_error` marks a tool message that reports a failed or refused call
+    (backends with an error flag on tool results send it).
     """
 
     role: Role
@@ -50,6 +52,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     id: str = ""
+    is_error: bool = False
 
     def to_openai(self) -> dict[str, Any]:
         """The chat-completions shape of this message."""
@@ -65,9 +68,11 @@ class Message:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-compatible form that keeps the message id (for traces)."""
+        """A JSON-compatible form that keeps the message id and error flag (for traces)."""
         out = self.to_openai()
         out["id"] = self.id
+        if self.is_error:
+            out["is_error"] = True
         return out
 
 

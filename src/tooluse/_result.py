@@ -10,7 +10,7 @@ from ._records import CallRecord, RejectedCall, ScriptRecord
 
 __all__ = ["RunResult", "RunStatus", "RunUsage"]
 
-RunStatus = Literal["completed", "max_rounds", "truncated", "cycle", "error"]
+RunStatus = Literal["completed", "max_rounds", "truncated", "cycle", "cancelled", "error"]
 
 
 @dataclass(slots=True)
@@ -55,8 +55,13 @@ class RunResult:
     `status` is ``completed`` (the model answered), ``max_rounds`` (the round
     limit stopped it), ``truncated`` (the answer covers fewer items than the
     request needs), ``cycle`` (the model kept repeating an identical call with
-    an identical result) or ``error`` (the model backend failed; `error` says
-    how). Whatever the status, everything recorded up to the stop is kept.
+    an identical result), ``cancelled`` (Ctrl-C, or the task running `arun`
+    was cancelled; a call cut short is not recorded) or ``error`` (the model
+    backend failed; `error` says how). Whatever the status, everything
+    recorded up to the stop is kept.
+
+    `sink_errors` counts the trace events a sink (the trace file, `on_event`)
+    failed to take; they never change the run.
     """
 
     answer: str | None
@@ -71,6 +76,7 @@ class RunResult:
     duration_s: float = 0.0
     model: str = ""
     convention: str = ""
+    sink_errors: int = 0
 
     @property
     def ok(self) -> bool:
@@ -85,6 +91,7 @@ class RunResult:
             "duration_s": self.duration_s,
             "model": self.model,
             "convention": self.convention,
+            "sink_errors": self.sink_errors,
             "usage": self.usage.to_dict(),
             "calls": [c.to_dict() for c in self.calls],
             "rejected": [r.to_dict() for r in self.rejected],

@@ -371,3 +371,37 @@ def test_tool_choice_is_checked_when_the_agent_is_made() -> None:
         Agent(ScriptedModel([]), [ping], tool_choice="pong")
     with pytest.raises(UsageError, match="passes tools natively"):
         Agent(ScriptedModel([]), [ping], convention="code", tool_choice="required")
+
+
+def test_a_refused_oversized_argument_is_not_sent_again_every_round() -> None:
+    @tool
+    def save(text: str) -> str:
+        """Save a text.
+
+        Args:
+            text: what to save
+        """
+        return "saved"
+
+    huge = json.dumps({"text": "x" * 3_000_000})
+    model = ScriptedModel(
+        [calls(("save", huge)), calls(("save", {"text": "summary"}), prefix="d"), "Saved."]
+    )
+    result = Agent(model, [save]).run("Save the report.")
+
+    assert result.status == "completed" and [c.arguments for c in result.calls] == [
+        {"text": "summary"}
+    ]
+    (refused,) = result.rejected
+    assert "arguments are 3,000,012 bytes; the limit is 1,000,000" in refused.error
+    for request in model.requests[1:]:
+        (echoed,) = request.messages[1].tool_calls
+        assert echoed.id == "c1" and len(echoed.arguments) < 1_100
+        assert echoed.arguments.startswith('{"text": "xxx')
+        assert echoed.arguments.endswith(
+            "... [2,999,012 characters cut: the arguments were over the size limit]"
+        )
+        # the model is told why the call was refused
+        assert request.messages[2].content == f"Error: {refused.error}"
+    assert result.messages[1].tool_calls[0].arguments == echoed.arguments
+    assert_invariant(result)

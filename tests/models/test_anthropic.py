@@ -213,7 +213,13 @@ async def test_conversation_with_tool_results_is_sent_in_wire_shape(
             ),
         ),
         Message("tool", "sunny in Oslo", tool_call_id="toolu_1", name="get_weather"),
-        Message("tool", "Error: no station in Bergen", tool_call_id="toolu_2", name="get_weather"),
+        Message(
+            "tool",
+            "Error: no station in Bergen",
+            tool_call_id="toolu_2",
+            name="get_weather",
+            is_error=True,
+        ),
         Message("user", "Note: keep it short."),
         # an empty reply, then the feedback it got
         Message("assistant", None),
@@ -708,6 +714,42 @@ async def test_agent_runs_over_the_wire(server: MessagesServer) -> None:
     assert [b["tool_use_id"] for b in third[-1]["content"]] == ["toolu_b", "toolu_c"]
     assert [b["content"] for b in third[-1]["content"]] == ["0.92", "7.0"]
     assert not any(b.get("is_error") for b in third[-1]["content"])
+
+
+@tool
+def read_log(line: int) -> str:
+    """Return one line of the service log.
+
+    Args:
+        line: the line number, from 1
+    """
+    if line > 2:
+        raise IndexError(f"the log has 2 lines, not {line}")
+    return ["Error: disk full at 03:12", "recovered at 03:15"][line - 1]
+
+
+async def test_error_flag_follows_the_call_not_the_text(server: MessagesServer) -> None:
+    server.enqueue(
+        message(
+            tool_use("toolu_a", "read_log", {"line": 1}),
+            tool_use("toolu_b", "read_log", {"line": 9}),
+        ),
+        message(text("The disk filled up at 03:12.")),
+    )
+    backend = connect(server.base_url)
+
+    result = await Agent(backend, [read_log]).arun("What went wrong last night?")
+    await backend.aclose()
+
+    assert result.status == "completed"
+    results = server.requests[1].json["messages"][-1]["content"]
+    succeeded, failed = results
+    assert succeeded["tool_use_id"] == "toolu_a"
+    assert succeeded["content"] == "Error: disk full at 03:12"
+    assert "is_error" not in succeeded
+    assert failed["tool_use_id"] == "toolu_b"
+    assert failed["content"].startswith("Error: read_log failed: IndexError")
+    assert failed["is_error"] is True
 
 
 async def test_agent_with_the_text_convention_over_the_wire(server: MessagesServer) -> None:

@@ -13,6 +13,7 @@ import pytest
 from examples.seed_tools import toolbox
 from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
 from tooluse.conventions import extract_script
+from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
 from tooluse.models._local import _read_calls, _template_messages
 
@@ -290,7 +291,7 @@ def test_a_grammar_llguidance_refuses_falls_back_to_llama_cpp_with_a_warning(
     plain = model.grammar_for(ModelRequest([Message("user", "x")], TOOLS, "auto"))
     assert plain is not None and model._gbnf_instead(engine, plain) is None
     assert caplog.text == ""
-    assert LocalModel(grammar_engine="llama.cpp")._gbnf_instead(engine, plain) == plain.gbnf
+    assert LocalModel(grammar_engine="llama.cpp")._gbnf_instead(engine, plain) == to_gbnf(plain)
 
 
 def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:
@@ -307,3 +308,21 @@ def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:
     request = ModelRequest([Message("user", "Set the code.")], [odd], "set_code")
     with pytest.raises(GrammarError, match="no grammar engine takes this request"):
         LocalModel(max_output_tokens=8).respond_sync(request)
+
+
+def test_models_evicted_from_the_engine_cache_are_freed() -> None:
+    import gc
+
+    import llama_cpp
+
+    for n_ctx in (512, 1024, 1536):
+        reply = LocalModel(n_ctx=n_ctx, max_output_tokens=2, constrained=False).respond_sync(
+            ModelRequest([Message("user", "Hi")])
+        )
+        assert reply.usage is not None and reply.usage.output_tokens > 0
+    gc.collect()
+
+    # the two most recently used stay loaded; the third is gone, not leaked
+    alive = [o for o in gc.get_objects() if isinstance(o, llama_cpp.Llama)]
+    assert len(alive) == 2
+    assert sorted(llm.n_ctx() for llm in alive) == [1024, 1536]

@@ -200,6 +200,7 @@ class ContextWindow:
             tool_call_id=message.tool_call_id,
             name=message.name,
             id=message.id,
+            is_error=message.is_error,
         )
 
     def _build(self) -> list[Message]:

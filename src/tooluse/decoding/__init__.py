@@ -5,6 +5,7 @@ The grammar text builders and the schema normalizer are pure Python; only
 """
 
 from ._engine import GrammarCompiler, GrammarError, TokenMask
+from ._gbnf import to_gbnf
 from ._grammars import (
     CALL_CLOSE,
     CALL_OPEN,
@@ -29,4 +30,5 @@ __all__ = [
     "calls_grammar",
     "code_grammar",
     "normalize_schema",
+    "to_gbnf",
 ]

@@ -55,19 +55,13 @@ class GrammarTool:
 class Grammar:
     """Lark grammar text and the notes on what it cannot enforce.
 
-    `gbnf` is the same language in llama.cpp's GBNF, for where llguidance
-    cannot be used (see `to_gbnf`); it is built on demand from `shape`.
+    `shape` says what the grammar means, so that `to_gbnf` can write the same
+    language in llama.cpp's GBNF for where llguidance cannot be used.
     """
 
     lark: str
     unenforced: tuple[str, ...] = ()
     shape: GrammarShape | None = None
-
-    @property
-    def gbnf(self) -> str:
-        from ._gbnf import to_gbnf
-
-        return to_gbnf(self)
 
 
 @dataclass(frozen=True, slots=True)

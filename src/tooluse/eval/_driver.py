@@ -24,7 +24,7 @@ _ADDED_STUBS_NOTE = "New functions are now available in module `tools`:"
 _ADDED_TOOLS_NOTE = "New tools are now available:"
 # A turn that ends like this leaves the conversation unfinished; BFCL fails the
 # entry there too (it force-quits after its step limit).
-_STOPS = ("error", "max_rounds", "cycle")
+_STOPS = ("cancelled", "error", "max_rounds", "cycle")
 
 
 @dataclass(slots=True)

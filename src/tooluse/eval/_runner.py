@@ -60,7 +60,7 @@ DEFAULT_CONVENTIONS = ("json", "code")
 # The cost model's equations compare JSON calling with programmatic calling.
 _COSTMODEL_CONVENTIONS = ("json", "code")
 
-_STATUS_ORDER = ("error", "max_rounds", "cycle", "truncated", "completed")
+_STATUS_ORDER = ("cancelled", "error", "max_rounds", "cycle", "truncated", "completed")
 
 
 def read_rows(path: Path) -> list[Row]:

@@ -9,7 +9,7 @@ The conversation is translated to the Messages wire format:
   object (a model elsewhere wrote them badly) are sent as ``{"_raw": text}``
   so the conversation stays valid and the text stays visible;
 - tool messages become ``tool_result`` blocks, marked ``is_error`` when the
-  result is an error (its content starts with ``Error:``); a tool message
+  message says the call failed or was refused (`Message.is_error`); a tool message
   answering no ``tool_use`` of the assistant message before it (a script's
   output, a call read from text) is sent as user text ``Output of NAME:``;
 - consecutive user-side messages are merged into one user message, since the
@@ -257,11 +257,6 @@ def _input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_raw": arguments}
 
 
-def _is_error(content: str) -> bool:
-    # The dispatcher writes every failed call's message as "Error: ...".
-    return content.startswith("Error:")
-
-
 def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
     """The conversation as the Messages API takes it: the system text and the messages.
 
@@ -308,7 +303,7 @@ def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[di
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
             if content:
                 block["content"] = content
-            if _is_error(content):
+            if message.is_error:
                 block["is_error"] = True
             user_blocks.append(block)
             continue

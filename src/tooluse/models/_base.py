@@ -63,8 +63,6 @@ class Model(ABC):
 
     #: A short name for traces and reports, such as ``openai:gpt-4o-mini``.
     name: str = "model"
-    #: Whether the backend passes tools natively (as an API field).
-    native_tools: bool = True
 
     @abstractmethod
     async def respond(self, request: ModelRequest) -> ModelResponse:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
 import importlib.util
 import json
 import logging
@@ -26,6 +25,7 @@ import re
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,7 @@ from ..decoding import (
     call_grammar,
     calls_grammar,
     code_grammar,
+    to_gbnf,
 )
 from ..tools import Tool
 from ._base import Model, ModelRequest, ModelResponse
@@ -113,8 +114,6 @@ class LocalModel(Model):
             with a warning, where llguidance is missing or refuses a grammar)
             or ``llama.cpp`` to use GBNF always.
     """
-
-    native_tools = True
 
     def __init__(
         self,
@@ -317,13 +316,45 @@ def _read_calls(text: str, response: ModelResponse) -> None:
 # -- the llama.cpp engine ------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=2)
+class _Engines:
+    """The models this process has loaded, the `keep` most recently used.
+
+    An evicted model is freed once its last user lets go of it. The ones still
+    here at exit are closed by one hook while llama_cpp's module is whole:
+    left to the garbage collector at interpreter exit, their destructor fails
+    noisily.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._loaded: OrderedDict[tuple[str, int, int | None], _Engine] = OrderedDict()
+        self._lock = threading.Lock()
+        self._closes_at_exit = False
+
+    def get(self, path: str, n_ctx: int, threads: int | None) -> _Engine:
+        key = (path, n_ctx, threads)
+        with self._lock:
+            engine = self._loaded.pop(key, None) or _Engine(path, n_ctx, threads)
+            self._loaded[key] = engine
+            while len(self._loaded) > self.keep:
+                self._loaded.popitem(last=False)
+            if not self._closes_at_exit:
+                atexit.register(self.close)
+                self._closes_at_exit = True
+            return engine
+
+    def close(self) -> None:
+        with self._lock:
+            for engine in self._loaded.values():
+                engine.llm.close()
+            self._loaded.clear()
+
+
+_ENGINES = _Engines(keep=2)
+
+
 def _engine(path: str, n_ctx: int, threads: int | None) -> _Engine:
-    engine = _Engine(path, n_ctx, threads)
-    # Free the model while llama_cpp's module is still whole: left to the
-    # garbage collector at interpreter exit, its destructor fails noisily.
-    atexit.register(engine.llm.close)
-    return engine
+    return _ENGINES.get(path, n_ctx, threads)
 
 
 class _Engine:
@@ -520,7 +551,7 @@ def _checked_gbnf(grammar: Grammar) -> str:
     from llama_cpp.llama_grammar import LlamaGrammar
 
     try:
-        text = grammar.gbnf
+        text = to_gbnf(grammar)
         LlamaGrammar.from_string(text, verbose=False)
     except Exception as exc:  # its converter and parser fail with asserts and ValueErrors
         raise GrammarError(f"llama.cpp: {type(exc).__name__}: {exc}") from exc

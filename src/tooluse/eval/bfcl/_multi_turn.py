@@ -258,7 +258,7 @@ class BfclMultiTurnTask(Task):
             expected_calls=len(expected),
         )
         unfinished = len(runs) < len(self.answer) or any(
-            run.status in ("error", "max_rounds", "cycle") for run in runs
+            run.status in ("cancelled", "error", "max_rounds", "cycle") for run in runs
         )
         if unfinished:
             score.detail = f"force-terminated: {len(runs)} of {len(self.answer)} turns finished"
