@@ -1,24 +1,27 @@
 """The dispatcher: the only place a tool runs.
 
-JSON calls and calls made from a script take the same path:
+JSON calls and calls made from a script take the same path, one step per module:
 
-    validate ──→ schedule ──→ execute ──→ record
-    (_validation)  (slot, ledger)  (_running.Runner)  (CallRecord)
+    run(calls) · call(name, arguments) · call_nowait(…) · call_direct(…)
+        │
+    validate   Validator.prepare (_validation.py) ─────────→ RejectedCall: nothing ran
+        │ Prepared: the tool, the arguments as recorded, the function's kwargs
+    schedule   Dispatcher._schedule: the Ledger answers? ──→ CallRecord, replayed
+        │ Execution: the record to fill, the tool, its timeout
+    execute    Runner (_running.py): take a slot of max_concurrency, run the tool
+        │        under its timeout where it answers soonest (see `Runner`)
+        │ its value, what it raised, or nothing (its timeout ran out)
+    record     Execution.conclude ─────────────────────────→ CallRecord; slot freed
 
-1. **Validate** (`Validator`): the tool exists, the argument text is small enough
-   and JSON (repaired where that is safe), the arguments fit the schema and convert
-   to the function's types. A call that fails is a `RejectedCall` and nothing runs.
-2. **Schedule**: a call the `Ledger` answers (the retry of a failed script repeating
-   a side effect that succeeded) is a record at once. Any other call takes a slot
-   of the ``max_concurrency`` limit, waiting for one if need be.
-3. **Execute** (`Runner`): the tool runs under its timeout, on the event loop if it
-   is async, else on a thread; the runner chooses which one, for latency.
-4. **Record** (`Execution.conclude`): the result or the error goes into the
-   `CallRecord`, a successful side effect into the ledger, and the slot is freed.
+Validation refuses a call with the text the model is shown: an unknown tool (with
+"did you mean"), argument text too large or not JSON, arguments that do not fit the
+schema or the function's types. The `Ledger` answers a call that repeats, in the retry
+of a failed script, a side effect that already succeeded. A call refused or answered
+from the ledger never waits for a slot.
 
-Entry points: `Dispatcher.run` (one turn of JSON calls) and `Dispatcher.call` (one
-call by name); `call_nowait` and `call_direct` are `call` for a script's adapter,
-which answers at once whatever can be answered at once.
+`run` (one turn of JSON calls) and `call` (one call by name) are the entry points;
+`call_nowait` and `call_direct` are `call` for a script's adapter, returning whatever
+is ready at once without a task.
 """
 
 from __future__ import annotations
@@ -76,17 +79,17 @@ class Dispatcher:
     @property
     def running(self) -> int:
         """Calls holding a slot of ``max_concurrency``: running, or about to."""
-        return self._runner.slots.in_use
+        return self._runner.running
 
     @property
     def waiting(self) -> int:
         """Calls waiting for a slot of ``max_concurrency`` to free up."""
-        return self._runner.slots.waiting
+        return self._runner.waiting
 
     @property
     def abandoned(self) -> int:
         """Calls given up on (timed out, or their caller stopped) whose tool still runs."""
-        return self._runner.abandoned.count
+        return self._runner.abandoned
 
     def close(self) -> None:
         """Stop the worker threads; a sync tool still running is abandoned, not joined."""

@@ -303,10 +303,25 @@ class Runner:
     """
 
     def __init__(self, max_concurrency: int) -> None:
-        self.slots = Slots(max_concurrency)
-        self.abandoned = Abandoned()
+        self._slots = Slots(max_concurrency)
+        self._abandoned = Abandoned()
         self._workers: Workers | None = None
         self._lane: Lane | None = None
+
+    @property
+    def running(self) -> int:
+        """Calls holding a slot."""
+        return self._slots.in_use
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a slot."""
+        return self._slots.waiting
+
+    @property
+    def abandoned(self) -> int:
+        """Calls given up on whose tool still runs."""
+        return self._abandoned.count
 
     def start(self, execution: Execution, *, alone: bool) -> CallRecord | Awaitable[CallRecord]:
         """Run a call from the event loop: its record if it ended at once, else an awaitable.
@@ -317,24 +332,24 @@ class Runner:
             alone
             and CAN_WAIT_DIRECTLY
             and not execution.tool.is_async
-            and not self.slots.in_use
+            and not self._slots.in_use
             and (self._lane is None or not self._lane.busy)
-            and self.slots.try_take()
+            and self._slots.try_take()
         ):
             return self._on_lane(execution)
         return _Deferred(partial(self._in_turn, execution))
 
     def take_slot_now(self) -> bool:
         """Take a free slot, from any thread, for a `direct` call; False if none is free."""
-        return self.slots.try_take()
+        return self._slots.try_take()
 
     def give_slot_from_thread(self) -> None:
         """Give back a slot taken with `take_slot_now` for a call that will not run."""
-        self.slots.give_from_thread()
+        self._slots.give_from_thread()
 
     def direct(self, execution: Execution) -> DirectRun:
         """The call, holding the slot taken with `take_slot_now`, for the caller to run."""
-        return DirectRun(execution, self.slots, self.abandoned)
+        return DirectRun(execution, self._slots, self._abandoned)
 
     def close(self) -> None:
         """Stop the threads; a sync tool still running is abandoned, not joined."""
@@ -359,18 +374,18 @@ class Runner:
             ended = self._lane.run(
                 partial(invoke, tool.function, execution.kwargs),
                 wait,
-                partial(Pending, loop, self.abandoned, tool.name),
+                partial(Pending, loop, self._abandoned, tool.name),
             )
         except BaseException:
-            self.slots.give()
+            self._slots.give()
             raise
         if isinstance(ended, Pending):
             later = loop.create_task(self._finish_later(execution, ended))
             # The slot is the task's now, given back however the task ends, even if it
             # is cancelled before its first step.
-            later.add_done_callback(self.slots.give_back)
+            later.add_done_callback(self._slots.give_back)
             return later
-        self.slots.give()
+        self._slots.give()
         return execution.conclude(ended)
 
     async def _finish_later(self, execution: Execution, pending: Pending) -> CallRecord:
@@ -378,14 +393,14 @@ class Runner:
 
     async def _in_turn(self, execution: Execution) -> CallRecord:
         """Wait for a slot, then run the tool on the event loop or a worker thread."""
-        await self.slots.take()
+        await self._slots.take()
         try:
             execution.begin()
             tool = execution.tool
             if tool.is_async:
                 ended = await self._on_loop(tool, execution.kwargs, execution.timeout)
             else:
-                pending = Pending(asyncio.get_running_loop(), self.abandoned, tool.name)
+                pending = Pending(asyncio.get_running_loop(), self._abandoned, tool.name)
                 try:
                     self._on_worker(tool, execution.kwargs, pending)
                 except RuntimeError as exc:
@@ -395,7 +410,7 @@ class Runner:
                 ended = await pending.wait(execution.timeout)
             return execution.conclude(ended)
         finally:
-            self.slots.give()
+            self._slots.give()
 
     def _on_worker(self, tool: Tool, kwargs: dict[str, Any], pending: Pending) -> None:
         if self._workers is None:
@@ -434,11 +449,11 @@ class Runner:
             error = running.exception()
             return (None, error) if error is not None else (running.result(), None)
         running.cancel()
-        self.abandoned.add(tool.name)
+        self._abandoned.add(tool.name)
         running.add_done_callback(self._async_abandoned_ended)
         return None
 
     def _async_abandoned_ended(self, task: asyncio.Future[Any]) -> None:
-        self.abandoned.remove()
+        self._abandoned.remove()
         if not task.cancelled():
             task.exception()  # retrieved: an abandoned call's failure is nobody's to log
