@@ -1,11 +1,11 @@
-"""The token cost model of the seed text, measured on this harness with the oracle.
+"""The token cost model of Patel et al. (2026), measured on this harness with the oracle.
 
 Runs the fan-out suite at a range of widths N in both conventions with the
 oracle (the ground truth as native calls, or as one canonical script), counts
 input tokens offline (o200k), fits one line per convention and reports the
 intercepts (S; P + ℓ₀), the slopes (c_a + c_r + c_o; γ) and the crossover N*
-with its standard error, beside the seed text's two-point arithmetic from
-Patel et al. (2026).
+with its standard error, beside the same arithmetic on the two widths
+Patel et al. (2026) measured.
 
     python bench/costmodel.py [--widths 1 2 5 10 20 40 60 80 100] [--variant discovered listed]
 
@@ -39,9 +39,9 @@ def measure(variant: str, widths: list[int], sandbox: Sandbox) -> dict[str, list
             task = FanoutTask(variant, width)
             for convention, series in tokens.items():
                 row = await evaluate(task, convention, sandbox=sandbox)
-                if not row["correct"]:
+                if not row.correct:
                     raise SystemExit(f"the oracle failed {task.id} ({convention}): {row}")
-                series.append(int(row["input_tokens"]))
+                series.append(row.input_tokens)
         return tokens
 
     return asyncio.run(run())
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--variant", nargs="+", default=["discovered", "listed"])
     args = parser.parse_args()
 
-    results = [describe("paper (2 points)", paper_crossover())]
+    results = [describe("Patel et al. 2026 (2 widths)", paper_crossover())]
     with Sandbox() as sandbox:
         for variant in args.variant:
             tokens = measure(variant, args.widths, sandbox)
@@ -81,13 +81,13 @@ def main() -> None:
             results.append({**describe(f"ours: fanout/{variant}", fits), **fixed_blocks(variant)})
 
     print(f"input tokens per entry against N (o200k), widths {args.widths}")
-    header = f"{'source':<26}{'S':>14}{'c_a+c_r+c_o':>15}{'P+l0':>14}{'gamma':>13}{'N*':>15}"
+    header = f"{'source':<30}{'S':>14}{'c_a+c_r+c_o':>15}{'P+l0':>14}{'gamma':>13}{'N*':>15}"
     print(header)
     print("-" * len(header))
     for r in results:
         n_star = "none" if r["n_star"] is None else f"{r['n_star']:.1f} ± {r['n_star_se']:.1f}"
         print(
-            f"{r['source']:<26}{r['S']:>8,.0f} ± {r['S_se']:<3.0f}"
+            f"{r['source']:<30}{r['S']:>8,.0f} ± {r['S_se']:<3.0f}"
             f"{r['json_slope']:>8.1f} ± {r['json_slope_se']:<4.1f}"
             f"{r['P_plus_l0']:>8,.0f} ± {r['P_plus_l0_se']:<3.0f}"
             f"{r['gamma']:>7.1f} ± {r['gamma_se']:<3.1f}{n_star:>15}"

@@ -34,7 +34,7 @@ from typing import Any
 from examples.seed_tools import toolbox
 from tooluse import Message
 from tooluse.decoding import GrammarCompiler, GrammarTool, calls_grammar
-from tooluse.eval._bfcl import data_dir, load_tasks
+from tooluse.eval.bfcl._single_turn import data_dir, load_tasks
 from tooluse.models import LocalModel, ModelRequest
 from tooluse.models._local import _engine, _template_messages
 from tooluse.tools import Tool

@@ -6,7 +6,7 @@ Rows:
 - startup: Sandbox() to ready (bubblewrap, fork server, first pre-forked worker).
 - script latency: a trivial script, request to result, p50/p95.
 - tool call round trip: a script making sequential calls to a sync ``echo`` tool of a
-  Toolbox, as ``Sandbox.run`` and the agent make them: each call validated by the
+  Toolbox, as ``run_script`` and the agent make them: each call validated by the
   dispatcher, run under its timeout on the thread that reads the script's channel, and
   recorded. Per call, after subtracting the same way's trivial script latency. The same
   calls answered on the event loop by a bare ``Sandbox.execute`` handler (``async``, and a
@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tooluse import Toolbox, tool
+from tooluse import Toolbox, arun_script, tool
 from tooluse.sandbox import Handler, IsolationMode, ProxySpec, Sandbox, SandboxLimits, ToolReply
 
 TRIVIAL = "x = 1\nprint(x)"
@@ -113,7 +113,7 @@ async def bench_tooluse(isolation: IsolationMode, args: argparse.Namespace) -> d
 
         async def run_toolbox(script: str) -> float:
             begin = time.perf_counter()
-            result = await sb.arun(script, tools=ECHO_TOOLBOX, timeout=60)
+            result = await arun_script(sb, script, ECHO_TOOLBOX, timeout=60)
             if result.status != "ok":
                 raise RuntimeError(f"tooluse failed: {result.error}")
             return time.perf_counter() - begin

@@ -30,6 +30,7 @@ def test_top_level_exports() -> None:
             "RunResult",
             "RunStatus",
             "RunUsage",
+            "ScriptRun",
             "Tool",
             "ToolCall",
             "ToolDefinitionError",
@@ -37,7 +38,9 @@ def test_top_level_exports() -> None:
             "Toolbox",
             "Usage",
             "UsageError",
+            "arun_script",
             "read_trace",
+            "run_script",
             "tool",
         ]
     )

@@ -20,6 +20,7 @@ from ._expect import Expect
 from ._messages import Message, ToolCall, Usage
 from ._records import CallRecord, RejectedCall
 from ._result import RunResult, RunStatus, RunUsage
+from ._scripts import ScriptRun, arun_script, run_script
 from ._trace import JsonlTrace, read_trace
 from .tools import Tool, Toolbox, tool
 
@@ -44,6 +45,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "RunUsage",
+    "ScriptRun",
     "Tool",
     "ToolCall",
     "ToolDefinitionError",
@@ -51,6 +53,8 @@ __all__ = [
     "Toolbox",
     "Usage",
     "UsageError",
+    "arun_script",
     "read_trace",
+    "run_script",
     "tool",
 ]

@@ -3,26 +3,35 @@
 Inside the sandbox the tool functions are proxies; each call arrives here by
 name, is mapped back from the stub's Python names to the tool's schema names,
 and goes through the same validation, execution and record as a JSON call.
+This sits above both: the sandbox knows nothing of tools.
+
+::
+
+    with Sandbox() as sb:
+        r = run_script(sb, script, tools=box, timeout=10)
+    r.stdout, r.error, r.calls, r.truncated
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._dispatch import DirectRun, Dispatcher, Ledger
+from ._exceptions import UsageError
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from .sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from .tools import Tool, Toolbox
 
-__all__ = ["ScriptRun", "ScriptRunner", "run_with_toolbox"]
+__all__ = ["ScriptRun", "ScriptRunner", "arun_script", "run_script"]
 
 
 @dataclass(slots=True)
 class ScriptRun:
-    """What `Sandbox.run` returns: the script's outcome and the calls it made."""
+    """What `run_script` returns: the script's outcome and the calls it made."""
 
     status: str
     stdout: str
@@ -81,7 +90,11 @@ class ScriptRunner:
         self.timeout = timeout
         self.ledger = Ledger()
         signatures = tools.stub_signatures()
-        self._proxies = [ProxySpec(s.function, [p for p, _ in s.params]) for s in signatures]
+        # The proxies bind arguments by the very signatures the stubs show.
+        self._proxies = [
+            ProxySpec(s.function, [p for p, _ in s.params], positional=s.positional)
+            for s in signatures
+        ]
         # Python names the stubs use in place of the schema's (``from_`` for ``from``).
         self._by_function = {
             s.function: (s.tool, {p: k for p, k in s.params if p != k}) for s in signatures
@@ -171,14 +184,34 @@ class ScriptRunner:
         return record, outcomes
 
 
-async def run_with_toolbox(
+def run_script(
     sandbox: Sandbox,
     script: str,
     tools: Toolbox | Iterable[Tool | Callable[..., Any]],
     *,
     timeout: float = 10.0,
 ) -> ScriptRun:
-    """Run `script` with `tools` as its tool module (what `Sandbox.run` does)."""
+    """Run ``script`` in ``sandbox`` with ``tools`` (a Toolbox or tools) as its ``tools`` module.
+
+    Each call the script makes is validated and executed on the host by the dispatcher,
+    exactly like a JSON call; the result lists every call. Not callable inside an event
+    loop: await `arun_script` there.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(arun_script(sandbox, script, tools, timeout=timeout))
+    raise UsageError("run_script() was called inside a running event loop; await arun_script()")
+
+
+async def arun_script(
+    sandbox: Sandbox,
+    script: str,
+    tools: Toolbox | Iterable[Tool | Callable[..., Any]],
+    *,
+    timeout: float = 10.0,
+) -> ScriptRun:
+    """`run_script` for async code."""
     box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
     dispatcher = Dispatcher(box)
     try:

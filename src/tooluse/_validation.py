@@ -11,8 +11,6 @@ arguments the function is called with. Nothing here runs a tool.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +18,7 @@ import pydantic
 
 from ._messages import ToolCall
 from ._records import RejectedCall
+from .sandbox._wire import json_encoder
 from .tools import Tool, Toolbox
 from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
 
@@ -28,24 +27,8 @@ __all__ = ["Prepared", "Validator", "arguments_text"]
 _RAW_KEEP = 300
 
 
-def _text_encoder() -> Callable[[object], str]:
-    """What ``json.dumps(value, default=str)`` writes, with the C encoder built once.
-
-    Without the check for circular references: the values come decoded from JSON.
-    """
-    make_encoder = getattr(json.encoder, "c_make_encoder", None)
-    if make_encoder is None:
-        return json.JSONEncoder(default=str, check_circular=False).encode
-    ascii_string = json.encoder.encode_basestring_ascii
-    chunks = make_encoder(None, str, ascii_string, None, ": ", ", ", False, False, True)
-
-    def encode(value: object) -> str:
-        return "".join(chunks(value, 0))
-
-    return encode
-
-
-arguments_text = _text_encoder()
+# What ``json.dumps(value, default=str)`` writes, with the encoder built once.
+arguments_text = json_encoder(separators=(", ", ": "), default=str)
 
 
 @dataclass(slots=True)

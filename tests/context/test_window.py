@@ -170,13 +170,3 @@ def test_offloaded_material_survives_in_a_file_store(tmp_path: Any) -> None:
     }
     (namespace,) = namespaces
     assert reopened.with_namespace(namespace).get("m3") is not None
-
-
-def test_the_runtime_experiment_measures_what_the_simulation_predicts() -> None:
-    from tooluse.context._experiment import ExperimentConfig, run_experiment
-
-    harness, agent = run_experiment(ExperimentConfig(turns=150, trials=1))
-    assert harness.needed == agent.needed > 20  # the same episode for both
-    assert harness.lost > 0 and harness.queries == 0  # truncation alone loses needed items
-    assert agent.lost < harness.lost and agent.queries > 0  # offload + query recovers them
-    assert harness.peak_fraction <= 0.92 + 0.05 and agent.peak_fraction <= 0.92 + 0.05

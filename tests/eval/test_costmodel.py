@@ -1,4 +1,4 @@
-"""The cost-model fit recovers known lines; N* and its error; the seed text's arithmetic."""
+"""The cost-model fit recovers known lines; N* and its error; Patel et al.'s (2026) figures."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_code_cheaper_everywhere_is_recognised() -> None:
     assert result.code_always_cheaper and result.n_star is not None and result.n_star < 0
 
 
-def test_the_seed_texts_arithmetic() -> None:
+def test_patel_et_al_s_two_widths_give_n_star_27_7() -> None:
     paper = paper_crossover()
     assert paper.json.slope == pytest.approx(85.44, abs=0.01)
     assert paper.json.intercept == pytest.approx(996, abs=1)

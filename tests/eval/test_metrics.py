@@ -8,8 +8,8 @@ import random
 import pytest
 
 from tooluse.eval import Call, call_metrics
-from tooluse.eval._bfcl import BfclTask, _Entry
 from tooluse.eval._metrics import _best_assignment, values_equal
+from tooluse.eval.bfcl._single_turn import BfclTask, _Entry
 
 
 def test_perfect_calls_score_one_everywhere() -> None:

@@ -22,7 +22,7 @@ from tooluse.eval import (
     SuiteOptions,
     read_rows,
 )
-from tooluse.eval._bfcl import data_dir
+from tooluse.eval.bfcl._single_turn import data_dir
 from tooluse.models import ScriptedModel
 
 REQUIRED = {
@@ -47,10 +47,10 @@ class _ScorerCrashes(FanoutTask):
 def test_rows_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
     config = BenchConfig("chain", out=tmp_path, options=SuiteOptions(widths=(2, 3)))
     first = Bench(config).run()
-    assert len(first) == 4 and all(r["correct"] for r in first)
+    assert len(first) == 4 and all(r.correct for r in first)
     rows = read_rows(tmp_path / "results.jsonl")
     assert len(rows) == 4
-    assert all(set(r) >= REQUIRED and r["wall_s"] > 0 and r["status"] for r in rows)
+    assert all(set(r.to_json()) >= REQUIRED and r.wall_s > 0 and r.status for r in rows)
 
     started: list[tuple[int, int]] = []
     second = Bench(config).run(on_start=lambda pending, total: started.append((pending, total)))
@@ -58,7 +58,7 @@ def test_rows_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
 
     wider = BenchConfig("chain", out=tmp_path, options=SuiteOptions(widths=(2, 3, 4)))
     third = Bench(wider).run()
-    assert [(r["entry_id"], r["convention"]) for r in third] == [
+    assert [(r.entry_id, r.convention) for r in third] == [
         ("chain_4", "json"),
         ("chain_4", "code"),
     ]
@@ -72,25 +72,25 @@ def test_rows_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
         options=SuiteOptions(widths=(2, 3, 4)),
     )
     fourth = Bench(texts).run()
-    assert [(r["entry_id"], r["convention"]) for r in fourth] == [
+    assert [(r.entry_id, r.convention) for r in fourth] == [
         ("chain_2", "text"),
         ("chain_3", "text"),
         ("chain_4", "text"),
     ]
-    assert all(r["correct"] and r["schema_valid_share"] == 1.0 for r in fourth)
+    assert all(r.correct and r.schema_valid_share == 1.0 for r in fourth)
 
 
 def test_a_crashing_scorer_is_recorded_in_its_row_and_the_run_goes_on(tmp_path: Path) -> None:
     tasks = [FanoutTask("listed", 2), _ScorerCrashes("listed", 3), FanoutTask("listed", 4)]
     config = BenchConfig("fanout", out=tmp_path, conventions=("json",))
     rows = Bench(config, tasks).run()
-    by_id = {r["entry_id"]: r for r in rows}
-    assert by_id["fanout_listed_2"]["correct"] and by_id["fanout_listed_4"]["correct"]
+    by_id = {r.entry_id: r for r in rows}
+    assert by_id["fanout_listed_2"].correct and by_id["fanout_listed_4"].correct
     broken = by_id["fanout_listed_3"]
-    assert not broken["correct"]
-    assert broken["error"] == "scorer: ZeroDivisionError: the scorer divided by zero"
+    assert not broken.correct
+    assert broken.error == "scorer: ZeroDivisionError: the scorer divided by zero"
     # The run itself completed; its measurements are kept.
-    assert broken["status"] == "completed" and broken["calls"] == 3 and broken["input_tokens"] > 0
+    assert broken.status == "completed" and broken.calls == 3 and broken.input_tokens > 0
 
 
 def test_a_model_error_on_one_entry_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -105,11 +105,11 @@ def test_a_model_error_on_one_entry_is_recorded_and_the_run_goes_on(tmp_path: Pa
     rows = Bench(
         BenchConfig("fanout", out=tmp_path, model=model, conventions=("json",)), tasks
     ).run()
-    by_id = {r["entry_id"]: r for r in rows}
-    assert by_id["fanout_listed_3"]["status"] == "error"
-    assert "the server went away" in by_id["fanout_listed_3"]["error"]
+    by_id = {r.entry_id: r for r in rows}
+    assert by_id["fanout_listed_3"].status == "error"
+    assert "the server went away" in by_id["fanout_listed_3"].error
     for other in ("fanout_listed_2", "fanout_listed_4"):
-        assert by_id[other]["status"] == "truncated" and by_id[other]["model"] == "flaky"
+        assert by_id[other].status == "truncated" and by_id[other].model == "flaky"
 
 
 def test_retry_errors_runs_only_the_failed_rows_again(tmp_path: Path) -> None:
@@ -119,8 +119,8 @@ def test_retry_errors_runs_only_the_failed_rows_again(tmp_path: Path) -> None:
     )
     Bench(config).run()
     rows = read_rows(results)
-    rows[0]["status"], rows[0]["correct"] = "error", False
-    results.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    rows[0].status, rows[0].correct = "error", False
+    results.write_text("".join(json.dumps(r.to_json()) + "\n" for r in rows) + "not json\n")
     retry = BenchConfig(
         "chain",
         out=tmp_path,
@@ -129,8 +129,8 @@ def test_retry_errors_runs_only_the_failed_rows_again(tmp_path: Path) -> None:
         retry_errors=True,
     )
     again = Bench(retry).run()
-    assert [r["entry_id"] for r in again] == [rows[0]["entry_id"]]
-    assert all(r["correct"] for r in read_rows(results))
+    assert [r.entry_id for r in again] == [rows[0].entry_id]
+    assert all(r.correct for r in read_rows(results))
 
 
 def _bad_bfcl_copy(root: Path) -> Path:
@@ -157,22 +157,22 @@ def test_bad_data_is_recorded_in_the_rows_it_spoils(tmp_path: Path) -> None:
     rows = Bench(
         BenchConfig("bfcl", out=tmp_path / "out", conventions=("json",), options=options)
     ).run()
-    by_id = {r["entry_id"]: r for r in rows}
-    assert by_id["simple_python_0"]["correct"]
-    assert by_id["simple_python:line-2"]["error"].startswith(
+    by_id = {r.entry_id: r for r in rows}
+    assert by_id["simple_python_0"].correct
+    assert by_id["simple_python:line-2"].error.startswith(
         "data: BFCL_v4_simple_python.json:2: not JSON"
     )
-    assert by_id["parallel:file"]["error"].startswith("data: cannot read")
-    assert [r["correct"] for r in rows if r["category"] == "irrelevance"] == [True, True]
-    assert all(r["status"] == "error" and not r["correct"] for r in rows if ":" in r["entry_id"])
+    assert by_id["parallel:file"].error.startswith("data: cannot read")
+    assert [r.correct for r in rows if r.category == "irrelevance"] == [True, True]
+    assert all(r.status == "error" and not r.correct for r in rows if ":" in r.entry_id)
     # Limit 2 stopped at the corrupt line; the rest of the file runs on a rerun,
     # and the prompt without an answer gets a row of its own.
     everything = SuiteOptions(categories=("simple_python",), data_dir=str(data))
     config = BenchConfig("bfcl", out=tmp_path / "out", conventions=("json",), options=everything)
-    more = {r["entry_id"]: r for r in Bench(config).run()}
+    more = {r.entry_id: r for r in Bench(config).run()}
     assert set(more) == {"simple_python_1", "simple_python_2"}
-    assert more["simple_python_1"]["correct"]
-    assert more["simple_python_2"]["error"] == "data: simple_python_2: no ground truth"
+    assert more["simple_python_1"].correct
+    assert more["simple_python_2"].error == "data: simple_python_2: no ground truth"
 
 
 def test_the_runtime_does_not_import_the_eval_package() -> None:
@@ -216,9 +216,9 @@ def test_schema_valid_share_counts_unreadable_replies(tmp_path: Path) -> None:
     model = _one_valid_one_invalid_one_unreadable(task)
     config = BenchConfig("fanout", out=tmp_path, model=model, conventions=("text",))
     (row,) = Bench(config, [task]).run()
-    assert (row["calls"], row["rejected"], row["unparsed"]) == (1, 1, 1)
-    assert row["schema_valid_share"] == pytest.approx(1 / 3)
-    assert row["rounds"] == 4 and not row["correct"]
+    assert (row.calls, row.rejected, row.unparsed) == (1, 1, 1)
+    assert row.schema_valid_share == pytest.approx(1 / 3)
+    assert row.rounds == 4 and not row.correct
 
     # A second entry whose one call is valid: the summary pools calls, 2 of 4.
     other = FanoutTask("listed", 1)
@@ -227,7 +227,7 @@ def test_schema_valid_share_counts_unreadable_replies(tmp_path: Path) -> None:
     )
     Bench(BenchConfig("fanout", out=tmp_path, model=valid, conventions=("text",)), [other]).run()
     rows = read_rows(tmp_path / "results.jsonl")
-    assert [r["schema_valid_share"] for r in rows] == [pytest.approx(1 / 3), 1.0]
+    assert [r.schema_valid_share for r in rows] == [pytest.approx(1 / 3), 1.0]
     summary = write_summary(tmp_path, rows).read_text()
     assert "| accuracy | schema-valid (n) |" in summary
     assert "| listed | text | 2 | 0.0% | 50.0% (4) |" in summary
@@ -238,7 +238,7 @@ def test_a_run_that_emits_nothing_has_no_schema_valid_share(tmp_path: Path) -> N
     silent = ScriptedModel(lambda messages: {"content": "No idea."}, name="silent")
     config = BenchConfig("fanout", out=tmp_path, model=silent, conventions=("json", "text"))
     rows = Bench(config, [FanoutTask("listed", 2)]).run()
-    assert [(r["calls"], r["unparsed"], r["schema_valid_share"]) for r in rows] == [
+    assert [(r.calls, r.unparsed, r.schema_valid_share) for r in rows] == [
         (0, 0, None),
         (0, 0, None),
     ]

@@ -29,18 +29,14 @@ def _rows(tasks: Sequence[Task], sandbox: Sandbox, model: Any = "oracle") -> lis
 
 
 def _assert_all_pass(rows: Sequence[dict[str, Any]]) -> None:
-    failed = [
-        (r["entry_id"], r["convention"], r["error"] or r["detail"])
-        for r in rows
-        if not r["correct"]
-    ]
+    failed = [(r.entry_id, r.convention, r.error or r.detail) for r in rows if not r.correct]
     assert not failed
-    assert {r["convention"] for r in rows} == set(CONVENTIONS)
+    assert {r.convention for r in rows} == set(CONVENTIONS)
     for row in rows:
-        assert row["status"] == "completed"
-        assert row["precision"] == row["recall"] == row["argument_accuracy"] == 1.0
-        assert row["token_source"] == "o200k" and row["input_tokens"] > 0
-        assert row["rejected"] == row["unparsed"] == 0 and row["schema_valid_share"] == 1.0
+        assert row.status == "completed"
+        assert row.precision == row.recall == row.argument_accuracy == 1.0
+        assert row.token_source == "o200k" and row.input_tokens > 0
+        assert row.rejected == row.unparsed == 0 and row.schema_valid_share == 1.0
 
 
 def test_oracle_passes_fanout_in_both_variants(sandbox: Sandbox) -> None:
@@ -48,26 +44,26 @@ def test_oracle_passes_fanout_in_both_variants(sandbox: Sandbox) -> None:
     assert len(tasks) == 8
     rows = _rows(tasks, sandbox)
     _assert_all_pass(rows)
-    by_key = {(r["entry_id"], r["convention"]): r for r in rows}
+    by_key = {(r.entry_id, r.convention): r for r in rows}
     # JSON and text send all independent calls at once: three requests whatever N is.
-    assert by_key[("fanout_discovered_150", "json")]["rounds"] == 3
-    assert by_key[("fanout_discovered_150", "text")]["rounds"] == 3
-    assert by_key[("fanout_discovered_150", "code")]["rounds"] == 2
-    assert by_key[("fanout_discovered_150", "json")]["calls"] == 151
-    assert by_key[("fanout_discovered_150", "text")]["calls"] == 151
+    assert by_key[("fanout_discovered_150", "json")].rounds == 3
+    assert by_key[("fanout_discovered_150", "text")].rounds == 3
+    assert by_key[("fanout_discovered_150", "code")].rounds == 2
+    assert by_key[("fanout_discovered_150", "json")].calls == 151
+    assert by_key[("fanout_discovered_150", "text")].calls == 151
 
 
 def test_oracle_passes_chains_of_every_length(sandbox: Sandbox) -> None:
     tasks = build_tasks("chain", SuiteOptions(widths=(2, 5, 12, 20)))
     rows = _rows(tasks, sandbox)
     _assert_all_pass(rows)
-    json_rows = {r["width"]: r for r in rows if r["convention"] == "json"}
-    text_rows = {r["width"]: r for r in rows if r["convention"] == "text"}
-    code_rows = {r["width"]: r for r in rows if r["convention"] == "code"}
+    json_rows = {r.width: r for r in rows if r.convention == "json"}
+    text_rows = {r.width: r for r in rows if r.convention == "text"}
+    code_rows = {r.width: r for r in rows if r.convention == "code"}
     # Dependent calls: one request per link in JSON and text, one script in code.
-    assert json_rows[20]["rounds"] == text_rows[20]["rounds"] == 21
-    assert code_rows[20]["rounds"] == 2
-    assert json_rows[20]["calls"] == text_rows[20]["calls"] == code_rows[20]["calls"] == 20
+    assert json_rows[20].rounds == text_rows[20].rounds == 21
+    assert code_rows[20].rounds == 2
+    assert json_rows[20].calls == text_rows[20].calls == code_rows[20].calls == 20
 
 
 def test_oracle_passes_context_rot_at_every_level(sandbox: Sandbox) -> None:
@@ -80,18 +76,18 @@ def test_oracle_passes_context_rot_at_every_level(sandbox: Sandbox) -> None:
     rows = _rows(tasks, sandbox)
     _assert_all_pass(rows)
     clean = {
-        r["entry_id"].split("_", 2)[2]: r
+        r.entry_id.split("_", 2)[2]: r
         for r in rows
-        if r["category"].startswith("clean") and r["convention"] == "json"
+        if r.category.startswith("clean") and r.convention == "json"
     }
     noisy = {
-        r["entry_id"].split("_", 2)[2]: r
+        r.entry_id.split("_", 2)[2]: r
         for r in rows
-        if r["category"].startswith("noisy") and r["convention"] == "json"
+        if r.category.startswith("noisy") and r.convention == "json"
     }
     for base, row in clean.items():
         # Every request repeats the flood and the decoy schemas.
-        assert noisy[base]["input_tokens"] > row["input_tokens"] + 4_000 * row["rounds"]
+        assert noisy[base].input_tokens > row.input_tokens + 4_000 * row.rounds
 
 
 def test_rot_keeps_the_task_and_adds_decoys_and_material() -> None:
@@ -141,11 +137,11 @@ def _dropping_model(task: FanoutTask, keep: int) -> ScriptedModel:
 def test_a_model_that_silently_drops_items_is_flagged_truncated() -> None:
     task = FanoutTask("discovered", 30)
     row = asyncio.run(evaluate(task, "json", model=_dropping_model(task, 21)))
-    assert row["status"] == "truncated"
-    assert not row["correct"]
-    assert "9 of 30 expected sku values were never covered" in row["error"]
-    assert row["recall"] == pytest.approx(22 / 31)
-    assert row["precision"] == 1.0 and row["argument_accuracy"] == 1.0
+    assert row.status == "truncated"
+    assert not row.correct
+    assert "9 of 30 expected sku values were never covered" in row.error
+    assert row.recall == pytest.approx(22 / 31)
+    assert row.precision == 1.0 and row.argument_accuracy == 1.0
 
 
 def test_a_complete_run_with_a_wrong_total_fails() -> None:
@@ -159,9 +155,9 @@ def test_a_complete_run_with_a_wrong_total_fails() -> None:
         ]
     )
     row = asyncio.run(evaluate(task, "json", model=model))
-    assert row["status"] == "completed"
-    assert not row["correct"]
-    assert "does not state the total" in row["detail"]
+    assert row.status == "completed"
+    assert not row.correct
+    assert "does not state the total" in row.detail
 
 
 def test_a_chain_answer_naming_the_wrong_person_fails() -> None:
@@ -175,5 +171,5 @@ def test_a_chain_answer_naming_the_wrong_person_fails() -> None:
         return {"content": f"It is {second}."}
 
     row = asyncio.run(evaluate(task, "json", model=ScriptedModel(respond)))
-    assert not row["correct"] and third in row["detail"]
-    assert row["recall"] == 0.5
+    assert not row.correct and third in row.detail
+    assert row.recall == 0.5

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import ast
+import datetime
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import tooluse.sandbox
-from tooluse.sandbox import ExecResult, SandboxLimits, ToolReply
+from tooluse import ToolUseError, UsageError
+from tooluse.sandbox import ExecResult, Sandbox, SandboxError, SandboxLimits, ToolReply
 from tooluse.sandbox._output import OutputCapture
 from tooluse.sandbox._seccomp import build_filter
+from tooluse.sandbox._wire import json_encoder
 
 
 def test_exported_names() -> None:
@@ -34,15 +41,45 @@ def test_exported_names() -> None:
         assert getattr(tooluse.sandbox, name) is not None
 
 
-def test_server_is_standalone() -> None:
-    """The server runs inside the sandbox, where only the standard library exists."""
-    source = (Path(tooluse.sandbox.__file__).parent / "_server.py").read_text()
-    for node in ast.walk(ast.parse(source)):
+def _runtime_imports(tree: ast.AST) -> list[tuple[str, int]]:
+    """Modules imported at run time: (name, level), leaving out ``if TYPE_CHECKING:``."""
+    found: list[tuple[str, int]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            found += [i for child in node.orelse for i in _runtime_imports(child)]
+            continue
         if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative import in _server.py"
-            assert not (node.module or "").startswith("tooluse")
+            found.append((node.module or "", node.level))
         elif isinstance(node, ast.Import):
-            assert not any(alias.name.startswith("tooluse") for alias in node.names)
+            found += [(alias.name, 0) for alias in node.names]
+        found += _runtime_imports(node)
+    return found
+
+
+def test_the_in_sandbox_runtime_needs_only_the_standard_library() -> None:
+    """The server runs inside the sandbox, where only the standard library exists, beside
+    the wire module it shares with the host; the wire module loads no C library."""
+    here = Path(tooluse.sandbox.__file__).parent
+    for name, also in (("_server.py", {"_wire"}), ("_wire.py", set())):
+        imports = _runtime_imports(ast.parse((here / name).read_text()))
+        assert imports, name
+        for module, level in imports:
+            top = module.split(".")[0]
+            assert level == 0 and (top in sys.stdlib_module_names or top in also), (name, module)
+    assert "ctypes" not in {
+        m for m, _ in _runtime_imports(ast.parse((here / "_wire.py").read_text()))
+    }
+
+
+def test_the_host_never_imports_the_server() -> None:
+    code = (
+        "import sys, tooluse, tooluse.sandbox\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tooluse.sandbox.')))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "tooluse.sandbox._wire" in loaded and "tooluse.sandbox._server" not in loaded
 
 
 def test_tool_reply() -> None:
@@ -60,11 +97,27 @@ def test_exec_result_ok() -> None:
 
 
 def test_limits_validation() -> None:
-    with pytest.raises(ValueError, match="memory_mb"):
+    with pytest.raises(UsageError, match="memory_mb"):
         SandboxLimits(memory_mb=0)
-    with pytest.raises(ValueError, match="max_calls"):
+    with pytest.raises(UsageError, match="max_calls"):
         SandboxLimits(max_calls=-1)
     assert SandboxLimits(max_calls=None).max_calls is None
+
+
+async def test_usage_mistakes_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="isolation"):
+        Sandbox(isolation="off")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="prefork"):
+        Sandbox(prefork=-1)
+    sb = Sandbox(isolation="none")
+    with pytest.raises(UsageError, match="timeout"):
+        await sb.execute("print(1)", timeout=0)
+    with pytest.raises(UsageError, match="module_name"):
+        await sb.execute("print(1)", module_name="my-tools")
+    with pytest.raises(UsageError, match="await execute"):
+        sb.execute_sync("print(1)")
+    sb.close()
+    assert issubclass(SandboxError, ToolUseError) and not issubclass(SandboxError, UsageError)
 
 
 def test_output_capture_keeps_head_and_tail() -> None:
@@ -94,3 +147,31 @@ def test_seccomp_filter_shape() -> None:
     assert len(program) % 8 == 0
     assert build_filter("aarch64") is not None
     assert build_filter("mips") is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"location": "Paris", "unit": None, "days": [1, 2.5, True]},
+        'héllo ✓ "quoted"\n',
+        [float("inf"), -0.0, 10**30],
+        {"when": datetime.date(2026, 1, 2), 3: "int key"},
+    ],
+)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"separators": (", ", ": "), "default": str}, {"allow_nan": False}],
+)
+def test_the_wire_encoder_writes_what_json_dumps_writes(
+    value: object, options: dict[str, Any]
+) -> None:
+    options = {"separators": (",", ":"), **options}
+    try:
+        expected: str | type[Exception] = json.dumps(value, **options)
+    except (TypeError, ValueError) as exc:
+        expected = type(exc)
+    try:
+        written: str | type[Exception] = json_encoder(**options)(value)
+    except (TypeError, ValueError) as exc:
+        written = type(exc)
+    assert written == expected

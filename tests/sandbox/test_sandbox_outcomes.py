@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -165,6 +167,53 @@ async def test_cancelled_execute_kills_the_script(sandbox: Sandbox) -> None:
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(sandbox.execute("while True:\n    pass", timeout=30), 0.5)
     # no_leftovers checks that the script is gone.
+
+
+def test_a_script_outlives_the_thread_that_started_its_sandbox(sandbox: Sandbox) -> None:
+    # Web servers run agents on thread pools: the thread that started a Sandbox may exit
+    # while another thread's script is running in it.
+    starter: list[int] = []
+    calling = threading.Event()
+    release = threading.Event()
+    results: list[ExecResult] = []
+
+    def handler(name: str, arguments: dict[str, object]) -> ToolReply:
+        calling.set()
+        release.wait(30)
+        return ToolReply.ok(arguments["i"])
+
+    def start() -> None:
+        sb.start()
+        starter.append(threading.get_native_id())
+
+    def run_script() -> None:
+        script = "import tools\nprint(sum(tools.step(i) for i in range(6)))"
+        try:
+            results.append(
+                sb.execute_sync(script, tools=[ProxySpec("step", ["i"])], handler=handler)
+            )
+        finally:
+            calling.set()  # a script that ended without calling is not waited for
+
+    sb = Sandbox(limits=sandbox.limits)
+    try:
+        starting = threading.Thread(target=start)
+        starting.start()
+        starting.join()
+        running = threading.Thread(target=run_script)
+        running.start()
+        assert calling.wait(30)
+        # The starter is gone from the kernel, not only from Python, before the first call
+        # is answered.
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/self/task/{starter[0]}") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        release.set()
+        running.join()
+    finally:
+        sb.close()
+    (result,) = results
+    assert (result.status, result.stdout, result.calls_made) == ("ok", "15\n", 6)
 
 
 async def test_sandbox_recovers_when_its_processes_are_killed(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from tooluse import CallRecord, Dispatcher, RejectedCall, Toolbox, ToolCall, tool
 from tooluse._scripts import ScriptRunner
@@ -29,7 +31,7 @@ async def shout(text: str) -> str:
     return text.upper()
 
 
-async def run_script(
+async def run_with_runner(
     sandbox: Sandbox, code: str, dispatcher: Dispatcher, script_id: str = "s1"
 ) -> tuple[str, list[CallRecord], list[RejectedCall]]:
     runner = ScriptRunner(dispatcher.tools, dispatcher, sandbox, timeout=20)
@@ -51,7 +53,7 @@ async def test_script_calls_record_what_json_calls_record(sandbox: Sandbox) -> N
     # Quick sync tools are answered without a task, async tools through one: the records
     # must not tell the paths apart, nor script calls from JSON calls.
     dispatcher = Dispatcher(Toolbox([add, shout]))
-    stdout, calls, rejected = await run_script(
+    stdout, calls, rejected = await run_with_runner(
         sandbox,
         "import tools\n"
         "print(tools.add(2, b=3), tools.shout('hi'), tools.add(a=1))\n"
@@ -89,7 +91,7 @@ async def test_a_hung_sync_tool_times_out_and_the_script_goes_on(sandbox: Sandbo
 
     dispatcher = Dispatcher(Toolbox([stuck, add]))
     try:
-        stdout, calls, _ = await run_script(
+        stdout, calls, _ = await run_with_runner(
             sandbox,
             "import tools\n"
             "try:\n"
@@ -128,7 +130,7 @@ async def test_parallel_calls_respect_the_dispatchers_concurrency_limit(
         return i
 
     dispatcher = Dispatcher(Toolbox([work]), max_concurrency=3)
-    stdout, calls, _ = await run_script(
+    stdout, calls, _ = await run_with_runner(
         sandbox,
         "import asyncio, tools\n"
         "print(sum(tools.parallel(tools.work, range(12))))\n"
@@ -139,3 +141,56 @@ async def test_parallel_calls_respect_the_dispatchers_concurrency_limit(
     assert stdout == "66\n66\n"
     assert len(calls) == 24 and all(c.ok for c in calls)
     assert peak == 3
+
+
+@tool
+def route(from_: str = Field(alias="from"), to: str = "x") -> str:
+    """A route; ``from`` is a keyword in Python, so the stub calls it ``from_``."""
+    return f"{from_}->{to}"
+
+
+async def test_the_proxy_binds_arguments_by_the_signature_the_stub_shows(
+    sandbox: Sandbox,
+) -> None:
+    # The stub puts the aliased required parameter after the optional one, keyword-only:
+    # a call binds in the script exactly as Python binds it to the stub, or fails the same.
+    box = Toolbox([route, add])
+    calls = [
+        "route(from_='A')",
+        "route('B', from_='A')",
+        "route(to='B', from_='A')",
+        "route('A', 'B')",
+        "route('A', 'B', from_='C')",
+        "add(2)",
+        "add(2, 3)",
+        "add(2, b=3)",
+        "add(2, 3, 4)",
+    ]
+    script = (
+        "import tools\n"
+        f"for call in {calls!r}:\n"
+        "    try:\n"
+        "        print(repr(eval('tools.' + call)))\n"
+        "    except TypeError:\n"
+        "        print('TypeError')\n"
+    )
+    stubs: dict[str, Any] = {}
+    exec(box.stub_module(), stubs)
+    functions = {t.name: t.function for t in box}
+    expected = []
+    for call in calls:
+        name, arguments = call.split("(", 1)
+        args, kwargs = eval(f"(lambda *a, **k: (a, k))({arguments}")
+        try:
+            bound = inspect.signature(stubs[name]).bind(*args, **kwargs)
+        except TypeError:
+            expected.append("TypeError")
+            continue
+        bound.apply_defaults()
+        expected.append(repr(functions[name](**bound.arguments)))
+    dispatcher = Dispatcher(box)
+    stdout, calls_made, rejected = await run_with_runner(sandbox, script, dispatcher)
+    dispatcher.close()
+    assert stdout.splitlines() == expected
+    assert "TypeError" in expected and not rejected
+    assert len(calls_made) == len(calls) - expected.count("TypeError")

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tooluse import UsageError
 from tooluse.sandbox import ExecResult, ProxySpec, Sandbox, ToolReply
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -125,6 +126,58 @@ async def test_bad_arguments_fail_in_the_script(sandbox: Sandbox) -> None:
         "arguments to echo() must be JSON values: Object of type set is not JSON serializable",
     ]
     assert result.calls_made == 0
+
+
+@pytest.mark.parametrize("served_by", ["loop", "channel thread"])
+async def test_arguments_too_deep_or_too_long_are_refused_calls(
+    sandbox: Sandbox, served_by: str
+) -> None:
+    # JSON values that cannot travel: the script's own encoder gives up on them first; a
+    # script that lifts its own limits sends them, and the host refuses what it cannot
+    # read. Either way the script gets a ToolError and goes on.
+    script = (
+        "import functools, sys, tools\n"
+        "deep = functools.reduce(lambda inner, _: [inner], range(5000), [])\n"
+        "attempts = {\n"
+        "    'deep': lambda: tools.echo(deep),\n"
+        "    'long': lambda: tools.echo(10 ** 5000),\n"
+        "    'parallel': lambda: tools.parallel(tools.echo, [1, [deep]]),\n"
+        "}\n"
+        "def attempt_all():\n"
+        "    for label, attempt in attempts.items():\n"
+        "        try:\n"
+        "            attempt()\n"
+        "        except tools.ToolError as exc:\n"
+        "            print(label, exc.kind, str(exc).split(':')[0])\n"
+        "attempt_all()\n"
+        "sys.setrecursionlimit(20_000)\n"
+        "sys.set_int_max_str_digits(0)\n"
+        "attempt_all()\n"
+        "print(tools.echo('still here'))\n"
+    )
+    host = Host()
+    result = await sandbox.execute(
+        script,
+        tools=TOOLS,
+        handler=host,
+        direct=(lambda name, arguments: None) if served_by == "channel thread" else None,
+    )
+    assert result.status == "ok", result.error
+    assert result.stdout.splitlines() == [
+        "deep validation the arguments to echo() cannot be sent",
+        "long validation the arguments to echo() cannot be sent",
+        "parallel validation the arguments to echo() cannot be sent",
+        "deep validation the arguments cannot be read",
+        "long validation the arguments cannot be read",
+        "parallel validation the arguments cannot be read",
+        "still here",
+    ]
+    assert host.calls == [
+        ("echo", {"value": 1}),
+        ("echo", {"value": 1}),
+        ("echo", {"value": "still here"}),
+    ]
+    assert result.calls_made == 6
 
 
 async def test_tool_error_caught_by_the_script(sandbox: Sandbox) -> None:
@@ -373,12 +426,16 @@ async def test_calls_are_refused_without_a_handler(sandbox: Sandbox) -> None:
 
 
 def test_proxy_spec_validation() -> None:
-    with pytest.raises(ValueError, match="reserved"):
+    with pytest.raises(UsageError, match="reserved"):
         ProxySpec("parallel")
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(UsageError, match="identifier"):
         ProxySpec("get-weather")
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(UsageError, match="identifier"):
         ProxySpec("f", ["class"])
     with pytest.raises(TypeError):
         ProxySpec("f", "abc")
+    with pytest.raises(UsageError, match="positional"):
+        ProxySpec("f", ["a"], positional=2)
     assert ProxySpec("f", ["a", "b"]).params == ("a", "b")
+    assert ProxySpec("f", ["a", "b"]).positional == 2
+    assert ProxySpec("f", ["a", "b"], positional=1).positional == 1

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import UsageError
 
 if TYPE_CHECKING:
-    from ..eval import CallPolicy
+    from ..eval import CallPolicy, Row
 
 __all__ = ["bench_app"]
 
@@ -108,7 +108,7 @@ def _bench(
         write_plots,
         write_summary,
     )
-    from ..eval._report import aggregate, cost_fits
+    from ..eval._report import aggregate, cost_table
 
     config = BenchConfig(
         suite=suite,
@@ -125,7 +125,7 @@ def _bench(
     )
     bench = Bench(config)
     passed = 0
-    with Progress(
+    progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -133,32 +133,41 @@ def _bench(
         TimeRemainingColumn(),
         console=err,
         transient=False,
-    ) as progress:
-        bar = progress.add_task(suite, total=None, passed=0)
+    )
+    bar = progress.add_task(suite, total=None, passed=0)
 
-        def started(pending: int, total: int) -> None:
-            if pending < total:
-                err.print(
-                    f"[dim]{total - pending} of {total} already in {bench.results}; skipped[/]"
-                )
-            progress.update(bar, total=pending)
+    # The bar starts once the run has its output open: a bad --out is an error line alone.
+    def started(pending: int, total: int) -> None:
+        if pending < total:
+            err.print(f"[dim]{total - pending} of {total} already in {bench.results}; skipped[/]")
+        progress.update(bar, total=pending)
+        progress.start()
 
-        def finished(row: dict[str, object]) -> None:
-            nonlocal passed
-            passed += bool(row.get("correct"))
-            progress.update(bar, advance=1, passed=passed)
+    def finished(row: Row) -> None:
+        nonlocal passed
+        passed += row.correct
+        progress.update(bar, advance=1, passed=passed)
 
+    try:
         bench.run(on_start=started, on_row=finished)
+    finally:
+        if progress.live.is_started:
+            progress.stop()
 
     rows = read_rows(bench.results)
+    # Rows name the model by its label, which adds any call policy to the spec.
+    this_model = [r for r in rows if r.model == config.label]
     # Plots show this model; the summary covers every model in the directory.
-    plots = write_plots(out, [r for r in rows if r["model"] == model])
-    summary = write_summary(out, rows, plots)
+    try:
+        plots = write_plots(out, this_model)
+        summary = write_summary(out, rows, plots)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report into {out}: {exc.strerror or exc}") from exc
     # The cost model runs fan-out entries; their rows belong to that suite.
     row_suite = "fanout" if suite == "costmodel" else suite
-    mine = [r for r in rows if r["model"] == model and r["suite"] == row_suite]
+    mine = [r for r in this_model if r.suite == row_suite]
     for convention in config.conventions:
-        group = [r for r in mine if r["convention"] == convention]
+        group = [r for r in mine if r.convention == convention]
         if group:
             figures = aggregate(group)
             valid, emitted = figures.schema_valid
@@ -168,10 +177,8 @@ def _bench(
                 f"schema-valid {share} emitted"
             )
     if suite == "costmodel":
-        for fit in cost_fits([r for r in rows if r["model"] == model]):
-            if fit.measure == "input_tokens" and fit.crossover.n_star is not None:
-                se = fit.crossover.n_star_se or 0.0
-                err.print(f"N* (fanout/{fit.variant}) = {fit.crossover.n_star:.1f} ± {se:.1f}")
+        for line in cost_table(this_model):
+            err.print(line, highlight=False)
     err.print(f"wrote {bench.results}, {summary}" + (f" and {len(plots)} plots" if plots else ""))
 
 
@@ -303,7 +310,7 @@ def costmodel(  # noqa: PLR0917
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
 ) -> None:
-    """Token cost model: fit tokens against N per convention, report N* beside the paper's."""
+    """Token cost model: fit tokens against N per convention, N* beside Patel et al. 2026."""
     _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
            limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
            retry_errors=retry_errors)  # fmt: skip

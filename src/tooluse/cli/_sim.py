@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from .. import UsageError
 
 sim_app = typer.Typer(help="Simulations of context policies.", no_args_is_help=True)
 out = Console()
@@ -35,7 +38,7 @@ def buffer(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
 ) -> None:
     """Threshold truncation, random eviction and agent-invoked offload under one hard budget."""
-    from ..context import sim
+    from ..eval import sim
 
     config = sim.BufferSimConfig(
         budget=budget,
@@ -54,15 +57,25 @@ def buffer(  # noqa: PLR0917 - typer maps parameters to options
             budgets = [float(b) for b in sweep.split(",") if b.strip()]
         except ValueError:
             raise typer.BadParameter("--sweep takes numbers separated by commas") from None
-        print(sim.render_sweep(sim.sweep_budget(config, budgets)))
+        reports = sim.sweep_budget(config, budgets)
+        print(sim.render_sweep(reports))
+        if plot is not None:
+            _draw(plot, lambda path: sim.plot_sweep(reports, path))
         return
     report = sim.simulate(config)
     print(sim.render_table(report))
     print("\npeak/B is equal by construction (shared cap), not a measured difference")
     if plot is not None:
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        sim.plot(report, plot)
-        out.print(f"[dim]figure written to {plot}[/]")
+        _draw(plot, lambda path: sim.plot(report, path))
+
+
+def _draw(path: Path, draw: Callable[[Path], Path]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draw(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write the figure to {path}: {exc.strerror or exc}") from exc
+    out.print(f"[dim]figure written to {path}[/]")
 
 
 @sim_app.command("runtime")
@@ -73,7 +86,7 @@ def runtime(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 20_260_726,
 ) -> None:
     """The buffer experiment through the real loop, window and store (harness vs agent)."""
-    from ..context._experiment import ExperimentConfig, render_results, run_experiment
+    from ..eval import sim
 
-    config = ExperimentConfig(budget=budget, turns=turns, trials=trials, seed=seed)
-    print(render_results(run_experiment(config), trials))
+    config = sim.ExperimentConfig(budget=budget, turns=turns, trials=trials, seed=seed)
+    print(sim.render_results(sim.run_experiment(config), trials))

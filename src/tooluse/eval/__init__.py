@@ -11,16 +11,18 @@ A suite is a list of `Task` objects; subclass `Task` to measure your own tools
 the same way (``Bench(config, tasks=[...])``).
 """
 
-from tooluse.eval._ast_check import AstVerdict, check_ast
 from tooluse.eval._costmodel import Crossover, LineFit, crossover, fit_line, paper_crossover
 from tooluse.eval._driver import CallPolicy
 from tooluse.eval._metrics import CallMetrics, call_metrics
 from tooluse.eval._oracle import OracleModel, oracle_for
-from tooluse.eval._report import write_plots, write_summary
+from tooluse.eval._plots import write_plots
+from tooluse.eval._report import write_summary
+from tooluse.eval._row import Row
 from tooluse.eval._runner import Bench, BenchConfig, evaluate, read_rows
 from tooluse.eval._suites import SUITES, SuiteOptions, build_tasks
 from tooluse.eval._synthetic import ChainTask, FanoutTask
 from tooluse.eval._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
+from tooluse.eval.bfcl import AstVerdict, check_ast
 
 __all__ = [
     "SUITES",
@@ -37,6 +39,7 @@ __all__ = [
     "LineFit",
     "OracleModel",
     "OracleTurn",
+    "Row",
     "Score",
     "Setup",
     "SuiteOptions",

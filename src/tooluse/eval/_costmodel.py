@@ -1,4 +1,4 @@
-"""The token cost model of the seed text (equations 229.1–229.3), fitted to measurements.
+"""The token cost model of Patel et al. (2026), fitted to measurements.
 
 JSON calling costs ``C_json(N) = S + N (c_a + c_r + c_o)`` and programmatic
 calling ``C_ptc(N) ≈ (P + ℓ₀) + γ N``; the lines cross at
@@ -7,8 +7,8 @@ calling ``C_ptc(N) ≈ (P + ℓ₀) + γ N``; the lines cross at
 
 Each convention's line is fitted by least squares to (N, input tokens) points,
 with standard errors from the residuals; N*'s error follows from both fits by
-first-order propagation. `PAPER` holds the two fan-out measurements the seed
-text quotes from Patel et al. (2026), from which it derives N* ≈ 27.7.
+first-order propagation. `PAPER` holds Patel et al.'s two fan-out measurements
+(N = 30 and 48), from which the same arithmetic gives N* ≈ 27.7.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Crossover:
 
 
 def crossover(json_fit: LineFit, code_fit: LineFit) -> Crossover:
-    """N* of equation 229.3 and its standard error."""
+    """N*, where the lines cross, and its standard error."""
     gap = json_fit.slope - code_fit.slope
     if gap == 0:
         return Crossover(json_fit, code_fit, None, None)
@@ -108,7 +108,7 @@ PAPER = _Paper()
 
 
 def paper_crossover() -> Crossover:
-    """The seed text's arithmetic: two points per convention, N* ≈ 27.7."""
+    """Patel et al.'s (2026) two widths per convention, one line through each pair: N* ≈ 27.7."""
     return crossover(
         fit_line(PAPER.widths, PAPER.json_tokens), fit_line(PAPER.widths, PAPER.code_tokens)
     )

@@ -47,6 +47,7 @@ class _Counting(Convention):
     def __init__(self, inner: Convention) -> None:
         self.inner = inner
         self.name = inner.name
+        self.native_tools = inner.native_tools
         self.retries = 0
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:

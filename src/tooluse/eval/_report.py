@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._costmodel import PAPER, Crossover, LineFit, crossover, fit_line, paper_crossover
-from ._runner import CONVENTIONS, Row
+from ._row import Row
+from ._runner import CONVENTIONS
 
 __all__ = [
     "Aggregate",
@@ -18,15 +19,11 @@ __all__ = [
     "cost_fits",
     "render_summary",
     "token_source_note",
-    "write_plots",
     "write_summary",
 ]
 
-_COLORS = {"json": "#c44e52", "code": "#4c72b0", "text": "#55a868"}
-_LINESTYLES = {"json": "-", "code": "--", "text": ":"}
 
-
-def _convention_order(convention: str) -> tuple[int, str]:
+def convention_order(convention: str) -> tuple[int, str]:
     """json, code, text, then anything else by name."""
     known = CONVENTIONS.index(convention) if convention in CONVENTIONS else len(CONVENTIONS)
     return known, convention
@@ -56,41 +53,42 @@ class Aggregate:
         return self.correct / self.entries if self.entries else math.nan
 
 
-def _mean_of(rows: Sequence[Row], key: str) -> tuple[float | None, int]:
-    values = [float(r[key]) for r in rows if r.get(key) is not None]
-    return (sum(values) / len(values) if values else None), len(values)
+def _mean_of(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """The mean of the values that exist, and how many did."""
+    present = [float(v) for v in values if v is not None]
+    return (sum(present) / len(present) if present else None), len(present)
 
 
-def _mean(rows: Sequence[Row], key: str) -> float:
-    return sum(float(r.get(key) or 0) for r in rows) / len(rows) if rows else math.nan
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
 
 
 def _schema_valid(rows: Sequence[Row]) -> tuple[float | None, int]:
-    valid = sum(int(r.get("calls") or 0) for r in rows)
-    emitted = valid + sum(int(r.get("rejected") or 0) + int(r.get("unparsed") or 0) for r in rows)
+    valid = sum(r.calls for r in rows)
+    emitted = valid + sum(r.rejected + r.unparsed for r in rows)
     return (valid / emitted if emitted else None), emitted
 
 
 def aggregate(rows: Sequence[Row]) -> Aggregate:
     return Aggregate(
         entries=len(rows),
-        correct=sum(1 for r in rows if r.get("correct")),
+        correct=sum(1 for r in rows if r.correct),
         schema_valid=_schema_valid(rows),
-        precision=_mean_of(rows, "precision"),
-        recall=_mean_of(rows, "recall"),
-        argument_accuracy=_mean_of(rows, "argument_accuracy"),
-        rounds=_mean(rows, "rounds"),
-        calls=_mean(rows, "calls"),
-        input_tokens=_mean(rows, "input_tokens"),
-        output_tokens=_mean(rows, "output_tokens"),
-        wall_s=_mean(rows, "wall_s"),
-        statuses=Counter(str(r.get("status")) for r in rows),
+        precision=_mean_of(r.precision for r in rows),
+        recall=_mean_of(r.recall for r in rows),
+        argument_accuracy=_mean_of(r.argument_accuracy for r in rows),
+        rounds=_mean([r.rounds for r in rows]),
+        calls=_mean([r.calls for r in rows]),
+        input_tokens=_mean([r.input_tokens for r in rows]),
+        output_tokens=_mean([r.output_tokens for r in rows]),
+        wall_s=_mean([r.wall_s for r in rows]),
+        statuses=Counter(r.status for r in rows),
     )
 
 
 def token_source_note(rows: Iterable[Row]) -> str:
     """Where the token counts come from, in words, with row counts."""
-    sources = Counter(str(r.get("token_source", "none")) for r in rows)
+    sources = Counter(r.token_source for r in rows)
     words = {
         "provider": "reported by the model provider",
         "o200k": "counted offline with the o200k_base tokenizer",
@@ -131,12 +129,12 @@ def _table(rows: Sequence[Row], group: str, key: Callable[[Row], Any]) -> list[s
     lines = [_HEADER.format(group=group)]
     groups: dict[Any, list[Row]] = defaultdict(list)
     for row in rows:
-        groups[(key(row), row["convention"])].append(row)
-    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), _convention_order(k[1])))
+        groups[(key(row), row.convention)].append(row)
+    ordered = sorted(groups, key=lambda k: (_sort_key(k[0]), convention_order(k[1])))
     for name, convention in ordered:
         lines.append(_line(str(name), convention, aggregate(groups[(name, convention)])))
-    for convention in _conventions(rows):
-        subset = [r for r in rows if r["convention"] == convention]
+    for convention in conventions_of(rows):
+        subset = [r for r in rows if r.convention == convention]
         lines.append(_line("**all**", convention, aggregate(subset)))
     return lines
 
@@ -167,10 +165,26 @@ class CostFit:
 
 
 _MEASURES = ("input_tokens", "peak_input_tokens")
+PAPER_SOURCE = "Patel et al. 2026"
+# Why γ differs between the variants: what the one script has to write per item.
+_VARIANT_NOTES = {
+    "discovered": "discovered: the script loops over the items a call returned, so γ ≈ 0.",
+    "listed": "listed: the request names every item and the script restates each one.",
+}
 
 
-def _fanout(rows: Sequence[Row]) -> list[Row]:
-    return [r for r in rows if r["suite"] == "fanout" and r.get("width")]
+def row_width(row: Row) -> int:
+    if row.width is None:
+        raise ValueError(f"{row.entry_id} has no width")
+    return row.width
+
+
+def _measured(row: Row, measure: str) -> int:
+    return row.input_tokens if measure == "input_tokens" else row.peak_input_tokens
+
+
+def fanout_rows(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r.suite == "fanout" and r.width]
 
 
 def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, LineFit]:
@@ -179,10 +193,12 @@ def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, Line
     Conventions measured at fewer than two widths have no line.
     """
     lines = {}
-    fanout = [r for r in _fanout(rows) if r["category"] == variant]
-    for convention in sorted({r["convention"] for r in fanout}, key=_convention_order):
+    fanout = [r for r in fanout_rows(rows) if r.category == variant]
+    for convention in sorted({r.convention for r in fanout}, key=convention_order):
         points = [
-            (float(r["width"]), float(r[measure])) for r in fanout if r["convention"] == convention
+            (float(row_width(r)), float(_measured(r, measure)))
+            for r in fanout
+            if r.convention == convention
         ]
         if len({x for x, _ in points}) >= 2:
             lines[convention] = fit_line([x for x, _ in points], [y for _, y in points])
@@ -190,13 +206,13 @@ def line_fits(rows: Sequence[Row], variant: str, measure: str) -> dict[str, Line
 
 
 def _variant_widths(rows: Sequence[Row], variant: str) -> tuple[int, ...]:
-    return tuple(sorted({int(r["width"]) for r in _fanout(rows) if r["category"] == variant}))
+    return tuple(sorted({row_width(r) for r in fanout_rows(rows) if r.category == variant}))
 
 
 def cost_fits(rows: Sequence[Row]) -> list[CostFit]:
     """Per fan-out variant, JSON's and code's lines of tokens against N, and where they cross."""
     fits = []
-    for variant in sorted({r["category"] for r in _fanout(rows)}):
+    for variant in sorted({r.category for r in fanout_rows(rows)}):
         for measure in _MEASURES:
             lines = line_fits(rows, variant, measure)
             if "json" in lines and "code" in lines:
@@ -223,7 +239,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
     fits = cost_fits(rows)
     paper = paper_crossover()
     lines = [
-        f"## Token cost model (equations 229.1–229.3){of_model}",
+        f"## Token cost model (Patel et al. 2026){of_model}",
         "",
         "Least-squares lines of tokens against fan-out width N. JSON: intercept S, slope "
         "c_a + c_r + c_o; code: intercept P + ℓ₀, slope γ. `input tokens` sums every "
@@ -232,7 +248,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
         "",
         "| source | measure | widths | S (json) | c_a+c_r+c_o | P+ℓ₀ (code) | γ | N* |",
         "|---|---|---|---:|---:|---:|---:|---:|",
-        f"| paper (seed text, 2 points) | input tokens | {int(PAPER.widths[0])}, "
+        f"| {PAPER_SOURCE} | input tokens | {int(PAPER.widths[0])}, "
         f"{int(PAPER.widths[1])} | {paper.json.intercept:,.0f} | {paper.json.slope:.1f} "
         f"| {paper.code.intercept:,.0f} | {paper.code.slope:.1f} | {_crossing(paper)} |",
     ]
@@ -240,7 +256,7 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
         c = fit.crossover
         measure = "input tokens" if fit.measure == "input_tokens" else "largest request"
         lines.append(
-            f"| ours: fanout/{fit.variant} | {measure} | {_widths(fit.widths)} "
+            f"| ours: fanout/{fit.variant} | {measure} | {widths_text(fit.widths)} "
             f"| {c.json.intercept:,.0f} ± {c.json.intercept_se:,.0f} "
             f"| {c.json.slope:.1f} ± {c.json.slope_se:.1f} "
             f"| {c.code.intercept:,.0f} ± {c.code.intercept_se:,.0f} "
@@ -258,10 +274,40 @@ def _cost_section(rows: Sequence[Row], of_model: str = "") -> list[str]:
     return lines
 
 
+def cost_table(rows: Sequence[Row]) -> list[str]:
+    """The cost model in a few plain lines: per fan-out variant S, c, P + ℓ₀, γ and N*.
+
+    Input tokens per entry; Patel et al.'s (2026) two measured widths last.
+    """
+    fits = [f for f in cost_fits(rows) if f.measure == "input_tokens"]
+    if not fits:
+        return []
+    widths = sorted({w for f in fits for w in f.widths})
+    lines = [
+        "cost model, input tokens per entry against fan-out width N "
+        f"(widths {widths_text(widths)}):",
+        "JSON costs S + c·N (c: tokens per call), code P + ℓ₀ + γ·N; the lines cross at N*.",
+        f"{'source':<20}{'S':>7}{'c (json)':>10}{'P+ℓ₀':>8}{'γ (code)':>10}{'N*':>13}",
+    ]
+    rows_shown = [(f"fanout/{f.variant}", f.crossover) for f in fits]
+    for name, c in [*rows_shown, (PAPER_SOURCE, paper_crossover())]:
+        n_star = "never" if c.n_star is None else f"{c.n_star:.1f}"
+        if c.n_star_se:
+            n_star += f" ± {c.n_star_se:.1f}"
+        lines.append(
+            f"{name:<20}{c.json.intercept:>7,.0f}{c.json.slope:>10.1f}"
+            f"{c.code.intercept:>8,.0f}{c.code.slope:>10.1f}{n_star:>13}"
+        )
+    variants = {f.variant for f in fits}
+    if variants & set(_VARIANT_NOTES):
+        lines += [_VARIANT_NOTES[v] for v in sorted(variants) if v in _VARIANT_NOTES]
+    return lines
+
+
 def _text_cost_lines(rows: Sequence[Row]) -> list[str]:
     """The text convention's lines: outside the equations, but priced per call as JSON is."""
     found = []
-    for variant in sorted({r["category"] for r in _fanout(rows)}):
+    for variant in sorted({r.category for r in fanout_rows(rows)}):
         for measure in _MEASURES:
             lines = line_fits(rows, variant, measure)
             if "text" in lines:
@@ -281,14 +327,14 @@ def _text_cost_lines(rows: Sequence[Row]) -> list[str]:
         against = _crossing(crossover(text, lines["code"])) if "code" in lines else "–"
         shown = "input tokens" if measure == "input_tokens" else "largest request"
         out.append(
-            f"| ours: fanout/{variant} | {shown} | {_widths(_variant_widths(rows, variant))} "
+            f"| ours: fanout/{variant} | {shown} | {widths_text(_variant_widths(rows, variant))} "
             f"| {text.intercept:,.0f} ± {text.intercept_se:,.0f} "
             f"| {text.slope:.1f} ± {text.slope_se:.1f} | {against} |"
         )
     return out
 
 
-def _widths(widths: Sequence[int]) -> str:
+def widths_text(widths: Sequence[int]) -> str:
     return (
         f"{widths[0]}–{widths[-1]} ({len(widths)})"
         if len(widths) > 2
@@ -300,35 +346,35 @@ def _widths(widths: Sequence[int]) -> str:
 
 
 def _width_table(rows: Sequence[Row], title: str) -> list[str]:
-    lines = [f"### {title}", "", "| category | N | " + " | ".join(_conventions(rows)) + " |"]
-    lines.append("|---|---:|" + "---:|" * len(_conventions(rows)))
+    lines = [f"### {title}", "", "| category | N | " + " | ".join(conventions_of(rows)) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(conventions_of(rows)))
     cells: dict[tuple[str, int], dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        if row.get("width") is not None:
-            cells[(row["category"], int(row["width"]))][row["convention"]].append(row)
+        if row.width is not None:
+            cells[(row.category, row_width(row))][row.convention].append(row)
     for category, width in sorted(cells):
         by_convention = cells[(category, width)]
         values = []
-        for convention in _conventions(rows):
+        for convention in conventions_of(rows):
             group = by_convention.get(convention, [])
-            values.append(f"{sum(1 for r in group if r['correct'])}/{len(group)}" if group else "–")
+            values.append(f"{sum(1 for r in group if r.correct)}/{len(group)}" if group else "–")
         lines.append(f"| {category} | {width} | " + " | ".join(values) + " |")
     return lines
 
 
-def _conventions(rows: Sequence[Row]) -> list[str]:
-    return sorted({r["convention"] for r in rows}, key=_convention_order)
+def conventions_of(rows: Sequence[Row]) -> list[str]:
+    return sorted({r.convention for r in rows}, key=convention_order)
 
 
 def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
-    failed = [r for r in rows if not r.get("correct")]
+    failed = [r for r in rows if not r.correct]
     if not failed:
         return []
     lines = [f"### Entries not passed ({len(failed)})", ""]
     for row in failed[:limit]:
-        why = row.get("error") or row.get("detail") or ""
-        why = " ".join(str(why).split())[:200]
-        lines.append(f"- `{row['entry_id']}` ({row['convention']}, {row['status']}): {why}")
+        why = row.reason
+        why = why if len(why) <= 300 else why[:299] + "…"
+        lines.append(f"- `{row.entry_id}` ({row.convention}, {row.status}): {why}")
     if len(failed) > limit:
         lines.append(f"- … and {len(failed) - limit} more (see results.jsonl)")
     return lines
@@ -336,7 +382,7 @@ def _failures(rows: Sequence[Row], limit: int = 25) -> list[str]:
 
 def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
     """``summary.md``: per model and suite, tables by category and convention; the cost model."""
-    models = sorted({str(r["model"]) for r in rows})
+    models = sorted({r.model for r in rows})
     lines = [
         "# Benchmark summary",
         "",
@@ -354,13 +400,13 @@ def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
         "(executed), tokens and wall time are means per entry.",
     ]
     for model in models:
-        mine = [r for r in rows if r["model"] == model]
+        mine = [r for r in rows if r.model == model]
         of_model = f" ({model})" if len(models) > 1 else ""
-        for suite in sorted({r["suite"] for r in mine}):
-            subset = [r for r in mine if r["suite"] == suite]
+        for suite in sorted({r.suite for r in mine}):
+            subset = [r for r in mine if r.suite == suite]
             lines += ["", f"## {suite}{of_model}", "", token_source_note(subset), ""]
-            lines += _table(subset, "category", lambda r: r["category"])
-            if suite in ("fanout", "chain", "rot") and any(r.get("width") for r in subset):
+            lines += _table(subset, "category", lambda r: r.category)
+            if suite in ("fanout", "chain", "rot") and any(r.width for r in subset):
                 title = (
                     "Accuracy by chain length (passed/run)"
                     if suite == "chain"
@@ -368,7 +414,7 @@ def render_summary(rows: Sequence[Row], plots: Sequence[str] = ()) -> str:
                 )
                 lines += ["", *_width_table(subset, title)]
             lines += ["", *_failures(subset)]
-        if any(r["suite"] == "fanout" for r in mine):
+        if any(r.suite == "fanout" for r in mine):
             lines += ["", *_cost_section(mine, of_model)]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
@@ -379,168 +425,3 @@ def write_summary(out: Path, rows: Sequence[Row], plots: Sequence[str] = ()) -> 
     path = out / "summary.md"
     path.write_text(render_summary(rows, plots), encoding="utf-8")
     return path
-
-
-# --- plots --------------------------------------------------------------------------
-
-
-def write_plots(out: Path, rows: Sequence[Row]) -> list[str]:
-    """PNG plots for what the rows hold; returns their file names."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written: list[str] = []
-    fanout = [r for r in rows if r["suite"] == "fanout" and r.get("width")]
-    if fanout:
-        fits = {f.variant: f.crossover for f in cost_fits(rows) if f.measure == "input_tokens"}
-        variants = sorted({r["category"] for r in fanout})
-        fig, axes = plt.subplots(
-            1, len(variants), figsize=(5.5 * len(variants), 4.2), squeeze=False
-        )
-        for ax, variant in zip(axes[0], variants, strict=True):
-            _tokens_axes(
-                ax,
-                [r for r in fanout if r["category"] == variant],
-                line_fits(fanout, variant, "input_tokens"),
-                fits.get(variant),
-            )
-            ax.set_title(f"fan-out ({variant}): input tokens against N")
-        fig.tight_layout()
-        fig.savefig(out / "tokens_vs_n.png", dpi=110)
-        plt.close(fig)
-        written.append("tokens_vs_n.png")
-    widths = [r for r in rows if r["suite"] in ("fanout", "chain") and r.get("width")]
-    if widths:
-        suites = sorted({r["suite"] for r in widths})
-        fig, axes = plt.subplots(1, len(suites), figsize=(5.5 * len(suites), 4.2), squeeze=False)
-        for ax, suite in zip(axes[0], suites, strict=True):
-            _accuracy_axes(ax, [r for r in widths if r["suite"] == suite])
-            ax.set_xlabel("fan-out width N" if suite == "fanout" else "chain length")
-            ax.set_title(f"{suite}: accuracy against width")
-        fig.tight_layout()
-        fig.savefig(out / "accuracy_vs_width.png", dpi=110)
-        plt.close(fig)
-        written.append("accuracy_vs_width.png")
-    if rows:
-        _category_plot(plt, out / "accuracy_by_category.png", rows)
-        written.append("accuracy_by_category.png")
-    return written
-
-
-def _tokens_axes(
-    ax: Any, rows: Sequence[Row], lines: Mapping[str, LineFit], fit: Crossover | None
-) -> None:
-    top = max(int(r["width"]) for r in rows)
-    for convention in _conventions(rows):
-        points = sorted(
-            (int(r["width"]), int(r["input_tokens"])) for r in rows if r["convention"] == convention
-        )
-        color = _COLORS.get(convention, "0.5")
-        ax.scatter(*zip(*points, strict=True), s=18, color=color, label=f"{convention} (measured)")
-        line = lines.get(convention)
-        if line is not None:
-            ax.plot([0, top], [line.at(0), line.at(top)], color=color, lw=1.5)
-    if fit is not None and fit.n_star is not None and 0 < fit.n_star < top:
-        ax.axvline(fit.n_star, color="0.4", ls=":", lw=1.2)
-        ax.annotate(
-            f"N* ≈ {fit.n_star:.1f}",
-            xy=(fit.n_star, 1),
-            xycoords=("data", "axes fraction"),
-            xytext=(4, -14),
-            textcoords="offset points",
-            color="0.3",
-        )
-    paper = paper_crossover()
-    ax.plot(
-        [0, top],
-        [paper.json.at(0), paper.json.at(top)],
-        color=_COLORS["json"],
-        ls="--",
-        lw=0.8,
-        alpha=0.5,
-        label="json (paper)",
-    )
-    ax.plot(
-        [0, top],
-        [paper.code.at(0), paper.code.at(top)],
-        color=_COLORS["code"],
-        ls="--",
-        lw=0.8,
-        alpha=0.5,
-        label="code (paper)",
-    )
-    ax.set_xlabel("fan-out width N (tool calls)")
-    ax.set_ylabel("input tokens per entry")
-    ax.set_xlim(0, top * 1.02)
-    ax.set_ylim(bottom=0)
-    ax.legend(frameon=False, fontsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _accuracy_axes(ax: Any, rows: Sequence[Row]) -> None:
-    categories = sorted({r["category"] for r in rows})
-    markers = "os^vD<>"
-    for convention in _conventions(rows):
-        for index, category in enumerate(categories):
-            group: dict[int, list[bool]] = defaultdict(list)
-            for r in rows:
-                if r["convention"] == convention and r["category"] == category:
-                    group[int(r["width"])].append(bool(r["correct"]))
-            if not group:
-                continue
-            xs = sorted(group)
-            ys = [100 * sum(group[x]) / len(group[x]) for x in xs]
-            label = convention if len(categories) == 1 else f"{convention} ({category})"
-            ax.plot(
-                xs,
-                ys,
-                ls=_LINESTYLES.get(convention, "-."),
-                marker=markers[index % len(markers)],
-                color=_COLORS.get(convention, "0.5"),
-                label=label,
-                lw=1.5,
-                ms=4,
-            )
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(-5, 108)
-    ax.legend(frameon=False, fontsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _category_plot(plt: Any, path: Path, rows: Sequence[Row]) -> None:
-    keys = sorted({(r["suite"], r["category"]) for r in rows})
-    conventions = _conventions(rows)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(keys) * len(conventions) + 2), 4.5))
-    width = 0.8 / max(len(conventions), 1)
-    for i, convention in enumerate(conventions):
-        values = []
-        for suite, category in keys:
-            group = [
-                r
-                for r in rows
-                if (r["suite"], r["category"], r["convention"]) == (suite, category, convention)
-            ]
-            values.append(
-                100 * sum(1 for r in group if r["correct"]) / len(group) if group else 0.0
-            )
-        positions = [k + (i - (len(conventions) - 1) / 2) * width for k in range(len(keys))]
-        ax.bar(
-            positions, values, width=width, color=_COLORS.get(convention, "0.5"), label=convention
-        )
-    ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(
-        [f"{c}" if s == "bfcl" else f"{s}/{c}" for s, c in keys],
-        rotation=60,
-        ha="right",
-        fontsize=8,
-    )
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 118)
-    ax.set_title("accuracy per category and convention")
-    ax.legend(frameon=False, ncol=len(conventions), loc="upper center")
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

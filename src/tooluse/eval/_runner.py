@@ -36,6 +36,7 @@ from ..models import Model, resolve_model
 from ..sandbox import Sandbox
 from ._driver import CallPolicy, Transcript, run_setup
 from ._oracle import oracle_for
+from ._row import Row, RowKey, schema_valid_share
 from ._suites import SuiteOptions, build_tasks
 from ._task import BenchDataError, Setup, Task
 
@@ -48,8 +49,6 @@ __all__ = [
     "Row",
     "evaluate",
     "read_rows",
-    "row_key",
-    "run_entry",
     "schema_valid_share",
 ]
 
@@ -61,27 +60,27 @@ DEFAULT_CONVENTIONS = ("json", "code")
 # The cost model's equations compare JSON calling with programmatic calling.
 _COSTMODEL_CONVENTIONS = ("json", "code")
 
-Row = dict[str, Any]
 _STATUS_ORDER = ("error", "max_rounds", "cycle", "truncated", "completed")
 
 
-def row_key(row: Row) -> tuple[str, str, str, str]:
-    return (str(row["suite"]), str(row["entry_id"]), str(row["convention"]), str(row["model"]))
-
-
 def read_rows(path: Path) -> list[Row]:
-    """The rows of a results file, the last one winning for each key; bad lines are skipped."""
+    """The rows of a results file, the last one winning for each key.
+
+    Rows written by earlier versions load (see `Row.from_json`); lines that are
+    not rows at all, such as one cut short by a killed run, are skipped.
+    """
     if not path.is_file():
         return []
-    rows: dict[tuple[str, str, str, str], Row] = {}
+    rows: dict[RowKey, Row] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            row = json.loads(line)
-            key = row_key(row)
-        except (json.JSONDecodeError, KeyError, TypeError):
+            data = json.loads(line)
+            row = Row.from_json(data) if isinstance(data, dict) else None
+        except (json.JSONDecodeError, ValueError, TypeError):
             continue
-        rows.pop(key, None)
-        rows[key] = row
+        if row is not None:
+            rows.pop(row.key, None)
+            rows[row.key] = row
     return list(rows.values())
 
 
@@ -115,7 +114,7 @@ class BenchConfig:
             )
         if self.suite == "costmodel" and not set(self.conventions) <= set(_COSTMODEL_CONVENTIONS):
             raise UsageError(
-                "the cost model fits JSON against code (equations 229.1–229.3) and takes "
+                "the cost model fits JSON against code (Patel et al. 2026) and takes "
                 "--conventions json, code or json,code; to measure text on the same tasks, run "
                 "`tooluse bench fanout --conventions json,code,text` (its summary fits text too)"
             )
@@ -142,8 +141,9 @@ def model_label(model: str | Model, calls: CallPolicy | None = None) -> str:
 class _Context:
     """What a process needs to run entries: the model (or the oracle) and a sandbox.
 
-    A model given as an instance is used for every entry; a spec is resolved on
-    first use. A sandbox passed in belongs to the caller and is not closed here.
+    A model given as an instance is used for every entry; a spec is resolved
+    here, so that a bad one fails before any entry runs. A sandbox passed in
+    belongs to the caller and is not closed here.
     """
 
     def __init__(
@@ -156,17 +156,16 @@ class _Context:
     ) -> None:
         self.calls = calls or CallPolicy()
         self.label = model_label(model, self.calls)
-        self._spec = model if isinstance(model, str) else None
+        self._oracle = model == ORACLE
+        if isinstance(model, str) and not self._oracle:
+            model = resolve_model(model, base_url=base_url)
         self._model = None if isinstance(model, str) else model
-        self._base_url = base_url
         self._sandbox = sandbox
         self._owns_sandbox = sandbox is None
 
     def model_for(self, task: Task, setup: Setup, convention: str) -> Model:
-        if self._spec == ORACLE:
-            return oracle_for(task, convention, setup)
         if self._model is None:
-            self._model = resolve_model(str(self._spec), base_url=self._base_url)
+            return oracle_for(task, convention, setup)
         return self._model
 
     def sandbox(self) -> Sandbox:
@@ -181,34 +180,14 @@ class _Context:
 
 
 def _base_row(task: Task, convention: str, model: str) -> Row:
-    return {
-        "suite": task.suite,
-        "entry_id": task.id,
-        "category": task.category,
-        "width": task.width,
-        "convention": convention,
-        "model": model,
-        "correct": False,
-        "status": "error",
-        "error": None,
-        "detail": None,
-        "precision": None,
-        "recall": None,
-        "argument_accuracy": None,
-        "expected_calls": 0,
-        "calls": 0,
-        "rejected": 0,
-        "unparsed": 0,
-        "schema_valid_share": None,
-        "rounds": 0,
-        "turns": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "peak_input_tokens": 0,
-        "token_source": "none",
-        "wall_s": 0.0,
-        "answer": None,
-    }
+    return Row(
+        suite=task.suite,
+        entry_id=task.id,
+        category=task.category,
+        width=task.width,
+        convention=convention,
+        model=model,
+    )
 
 
 def _worst_status(runs: Sequence[RunResult]) -> str:
@@ -218,29 +197,19 @@ def _worst_status(runs: Sequence[RunResult]) -> str:
 
 def _usage(row: Row, runs: Sequence[RunResult]) -> None:
     rounds = [u for run in runs for u in run.usage.rounds]
-    row["input_tokens"] = sum(u.input_tokens for u in rounds)
-    row["output_tokens"] = sum(u.output_tokens for u in rounds)
-    row["peak_input_tokens"] = max((u.input_tokens for u in rounds), default=0)
+    row.input_tokens = sum(u.input_tokens for u in rounds)
+    row.output_tokens = sum(u.output_tokens for u in rounds)
+    row.peak_input_tokens = max((u.input_tokens for u in rounds), default=0)
     sources = sorted({u.source for u in rounds})
-    row["token_source"] = sources[0] if len(sources) == 1 else ("+".join(sources) or "none")
-
-
-def schema_valid_share(calls: int, rejected: int, unparsed: int) -> float | None:
-    """Valid calls over everything emitted: ``calls / (calls + rejected + unparsed)``.
-
-    `calls` passed schema validation, `rejected` did not, `unparsed` replies
-    could not be read as calls at all; None when the denominator is zero.
-    """
-    emitted = calls + rejected + unparsed
-    return calls / emitted if emitted else None
+    row.token_source = sources[0] if len(sources) == 1 else ("+".join(sources) or "none")
 
 
 def _counts(row: Row, transcript: Transcript) -> None:
     runs = transcript.runs
-    row["calls"] = sum(len(r.calls) for r in runs)
-    row["rejected"] = sum(len(r.rejected) for r in runs)
-    row["unparsed"] = transcript.unparsed
-    row["schema_valid_share"] = schema_valid_share(row["calls"], row["rejected"], row["unparsed"])
+    row.calls = sum(len(r.calls) for r in runs)
+    row.rejected = sum(len(r.rejected) for r in runs)
+    row.unparsed = transcript.unparsed
+    row.schema_valid_share = schema_valid_share(row.calls, row.rejected, row.unparsed)
 
 
 def _clip(text: str | None, limit: int = 300) -> str | None:
@@ -263,12 +232,12 @@ async def evaluate(
     """
     context = _Context(model, sandbox=sandbox)
     try:
-        return await run_entry(task, convention, context)
+        return await _run_entry(task, convention, context)
     finally:
         context.close()
 
 
-async def run_entry(task: Task, convention: str, context: _Context) -> Row:
+async def _run_entry(task: Task, convention: str, context: _Context) -> Row:
     """Run one task in one convention and score it; every failure ends up in the row."""
     row = _base_row(task, convention, context.label)
     start = time.perf_counter()
@@ -279,41 +248,39 @@ async def run_entry(task: Task, convention: str, context: _Context) -> Row:
         sandbox = context.sandbox() if convention == "code" else None
         transcript = await run_setup(task, setup, model, convention, sandbox, calls=context.calls)
     except BenchDataError as exc:
-        row["error"] = f"data: {exc}"
-        row["wall_s"] = time.perf_counter() - start
+        row.error = f"data: {exc}"
+        row.wall_s = time.perf_counter() - start
         return row
     except Exception as exc:
-        row["error"] = f"harness: {type(exc).__name__}: {exc}"
-        row["detail"] = _clip(traceback.format_exc(limit=4), 1000)
-        row["wall_s"] = time.perf_counter() - start
+        row.error = f"harness: {type(exc).__name__}: {exc}"
+        row.traceback = _clip(traceback.format_exc(limit=4), 1000)
+        row.wall_s = time.perf_counter() - start
         if setup is not None:
             task.teardown(setup)
         return row
-    row["wall_s"] = time.perf_counter() - start
+    row.wall_s = time.perf_counter() - start
     runs = transcript.runs
-    row["status"] = _worst_status(runs)
-    row["error"] = _clip(next((r.error for r in runs if r.error), None), 500)
+    row.status = _worst_status(runs)
+    row.error = _clip(next((r.error for r in runs if r.error), None), 500)
     _counts(row, transcript)
-    row["rounds"] = sum(r.rounds for r in runs)
-    row["turns"] = len(runs)
-    row["answer"] = _clip(runs[-1].answer if runs else None)
+    row.rounds = sum(r.rounds for r in runs)
+    row.turns = len(runs)
+    row.answer = _clip(runs[-1].answer if runs else None)
     _usage(row, runs)
     try:
         score = task.score(setup, runs)
     except Exception as exc:
-        row["error"] = f"scorer: {type(exc).__name__}: {exc}"
-        row["detail"] = _clip(traceback.format_exc(limit=4), 1000)
+        row.error = f"scorer: {type(exc).__name__}: {exc}"
+        row.traceback = _clip(traceback.format_exc(limit=4), 1000)
         return row
     finally:
         task.teardown(setup)
-    row.update(
-        correct=score.correct,
-        detail=score.detail,
-        precision=score.precision,
-        recall=score.recall,
-        argument_accuracy=score.argument_accuracy,
-        expected_calls=score.expected_calls,
-    )
+    row.correct = score.correct
+    row.detail = score.detail
+    row.precision = score.precision
+    row.recall = score.recall
+    row.argument_accuracy = score.argument_accuracy
+    row.expected_calls = score.expected_calls
     return row
 
 
@@ -333,7 +300,7 @@ def _worker_start(config: BenchConfig) -> None:
 def _worker_run(entry_id: str, convention: str) -> Row:
     context: _Context = _WORKER["context"]
     tasks: dict[str, Task] = _WORKER["tasks"]
-    return asyncio.run(run_entry(tasks[entry_id], convention, context))
+    return asyncio.run(_run_entry(tasks[entry_id], convention, context))
 
 
 # --- the bench --------------------------------------------------------------------
@@ -348,6 +315,8 @@ class Bench:
         self.config = config
         self.results = config.out / RESULTS
         self._tasks = list(tasks) if tasks is not None else None
+        # Resolving the model now turns a bad spec into an error before anything runs.
+        self._context = _Context(config.model, base_url=config.base_url, calls=config.calls)
 
     def tasks(self) -> list[Task]:
         """The tasks given, or the configured suite's."""
@@ -358,9 +327,9 @@ class Bench:
     def pending(self, tasks: Sequence[Task]) -> list[tuple[Task, str]]:
         """Task and convention pairs that have no row yet (or only a failed one, when retrying)."""
         done = {
-            row_key(row)
+            row.key
             for row in read_rows(self.results)
-            if not (self.config.retry_errors and row.get("status") == "error")
+            if not (self.config.retry_errors and row.status == "error")
         }
         return [
             (task, convention)
@@ -377,13 +346,17 @@ class Bench:
         """Run what is pending; `on_start(pending, total)` then `on_row(row)` as rows finish."""
         tasks = self.tasks()
         jobs = self.pending(tasks)
+        try:
+            self.config.out.mkdir(parents=True, exist_ok=True)
+            sink = self.results.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {self.results}: {exc.strerror or exc}") from exc
         if on_start is not None:
             on_start(len(jobs), len(tasks) * len(self.config.conventions))
-        self.config.out.mkdir(parents=True, exist_ok=True)
         rows: list[Row] = []
-        with self.results.open("a", encoding="utf-8") as sink:
+        with sink:
             for row in self._rows(jobs):
-                sink.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                sink.write(json.dumps(row.to_json(), ensure_ascii=False, default=str) + "\n")
                 sink.flush()
                 rows.append(row)
                 if on_row is not None:
@@ -399,13 +372,11 @@ class Bench:
             yield from self._in_pool(jobs)
 
     def _in_process(self, jobs: Iterable[tuple[Task, str]]) -> Iterator[Row]:
-        context = _Context(
-            self.config.model, base_url=self.config.base_url, calls=self.config.calls
-        )
+        context = self._context
         loop = asyncio.new_event_loop()
         try:
             for task, convention in jobs:
-                yield loop.run_until_complete(run_entry(task, convention, context))
+                yield loop.run_until_complete(_run_entry(task, convention, context))
         finally:
             context.close()
             loop.close()
@@ -428,5 +399,5 @@ class Bench:
                     yield future.result()
                 except Exception as exc:
                     row = _base_row(task, convention, self.config.label)
-                    row["error"] = f"worker: {type(exc).__name__}: {exc}"
+                    row.error = f"worker: {type(exc).__name__}: {exc}"
                     yield row

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import UsageError
-from ._bfcl import PAPER_CATEGORIES, SINGLE_TURN_CATEGORIES, bfcl_tasks, paper_subset
-from ._bfcl_multi import MULTI_TURN_CATEGORIES, multi_turn_tasks
 from ._rot import ROT_LEVELS, rot_tasks
 from ._synthetic import (
     CHAIN_LENGTHS,
@@ -18,6 +16,14 @@ from ._synthetic import (
     fanout_tasks,
 )
 from ._task import Task
+from .bfcl import (
+    MULTI_TURN_CATEGORIES,
+    PAPER_CATEGORIES,
+    SINGLE_TURN_CATEGORIES,
+    bfcl_tasks,
+    multi_turn_tasks,
+    paper_subset,
+)
 
 __all__ = ["COSTMODEL_WIDTHS", "SUITES", "SuiteOptions", "build_tasks", "suite_categories"]
 

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import Expect, Message, RunResult, Toolbox
+from .. import Expect, Message, RunResult, Toolbox, UsageError
 
 __all__ = ["BenchDataError", "Call", "OracleTurn", "Score", "Setup", "Task", "Turn"]
 
 
-class BenchDataError(Exception):
+class BenchDataError(UsageError):
     """A suite's data is missing or malformed (recorded in the row of the entry it spoils)."""
 
 

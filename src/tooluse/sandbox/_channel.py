@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import select
 import threading
@@ -22,6 +21,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
+
+from ._wire import decode_message
 
 __all__ = ["Channel", "LoopChannel", "Message", "ThreadChannel"]
 
@@ -36,18 +37,6 @@ _SPIN_S = 100e-6
 # The channel thread sleeps in poll() at most this long before it checks whether the
 # channel was closed (closing a pipe does not wake a poll() on it).
 _POLL_MS = 100
-
-# raw_decode: the lines the script writes need no check for surrounding whitespace.
-_decode = json.JSONDecoder().raw_decode
-
-
-def decode(line: bytes) -> Message | None:
-    """The message on one line, or None if it is not a JSON object."""
-    try:
-        message = _decode(line.decode())[0]
-    except ValueError:  # UnicodeDecodeError included
-        return None
-    return message if isinstance(message, dict) else None
 
 
 class Channel:
@@ -209,7 +198,7 @@ class LoopChannel(Channel):
             self._oversized()
             return
         for line in lines:
-            message = decode(line)
+            message = decode_message(line)
             if message is not None and not self._on_message(message):
                 self.finish()
                 return
@@ -302,7 +291,7 @@ class ThreadChannel(Channel):
         batch: list[Message] = []
         try:
             while self._backlog:
-                message = decode(self._backlog.popleft())
+                message = decode_message(self._backlog.popleft())
                 if message is None:
                     continue
                 if batch and message.get("w"):

@@ -2,10 +2,12 @@
 
 ::
 
-    SandboxError            the engine itself failed or was misused
-    └── SandboxUnavailable  isolation="required" but no isolated sandbox can be started
+    ToolUseError                see tooluse._exceptions
+    ├── UsageError              the sandbox was called wrongly (bad arguments, limits)
+    └── SandboxError            the engine itself failed
+        └── SandboxUnavailable  isolation="required" but no isolated sandbox can be started
 
-    SandboxWarning          (a RuntimeWarning) scripts run without isolation
+    SandboxWarning              (a RuntimeWarning) scripts run without isolation
 
 What a script did wrong is never raised: it comes back in ``ExecResult.error`` so that it can
 be shown to the model.
@@ -13,11 +15,13 @@ be shown to the model.
 
 from __future__ import annotations
 
+from .._exceptions import ToolUseError
+
 __all__ = ["SandboxError", "SandboxUnavailable", "SandboxWarning"]
 
 
-class SandboxError(Exception):
-    """The sandbox engine failed or was used wrongly."""
+class SandboxError(ToolUseError):
+    """The sandbox engine failed, or was used when it could not be (closed)."""
 
 
 class SandboxUnavailable(SandboxError):

@@ -16,7 +16,6 @@ from ._channel import Channel, LoopChannel, Message, ThreadChannel
 from ._exceptions import SandboxError
 from ._limits import SandboxLimits
 from ._output import OutputCapture
-from ._server import json_encoder
 from ._types import (
     DirectCall,
     DirectHandler,
@@ -27,6 +26,7 @@ from ._types import (
     ProxySpec,
     ToolReply,
 )
+from ._wire import json_encoder
 
 if TYPE_CHECKING:
     from ._sandbox import Sandbox
@@ -110,7 +110,10 @@ class Execution:
                     "job": self._job_id,
                     "script": self._script,
                     "module": self._module_name,
-                    "tools": [[spec.name, list(spec.params)] for spec in self._tools.values()],
+                    "tools": [
+                        [spec.name, list(spec.params), spec.positional]
+                        for spec in self._tools.values()
+                    ],
                     "limits": self._limits.for_worker(),
                     "deadline": self._timeout,
                 },
@@ -262,6 +265,9 @@ class Execution:
         call_id, name, arguments = message.get("id"), message.get("name"), message.get("args")
         if not isinstance(name, str) or name not in self._tools:
             reply = ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
+        elif "unreadable" in message:
+            reason = message["unreadable"]
+            reply = ToolReply.fail(f"the arguments cannot be read: {reason}", kind="validation")
         elif not isinstance(arguments, dict):
             reply = ToolReply.fail("arguments must be a JSON object", kind="validation")
         elif self._handler is None:

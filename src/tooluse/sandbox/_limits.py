@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._exceptions import UsageError
+
 __all__ = ["SandboxLimits"]
 
 
@@ -53,11 +55,11 @@ class SandboxLimits:
         }
         for name, value in positive.items():
             if value <= 0:
-                raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
+                raise UsageError(f"SandboxLimits.{name} must be positive, got {value!r}")
         if self.max_open_files < 16:
-            raise ValueError("SandboxLimits.max_open_files must be at least 16")
+            raise UsageError("SandboxLimits.max_open_files must be at least 16")
         if self.max_calls is not None and self.max_calls < 0:
-            raise ValueError(f"SandboxLimits.max_calls must be >= 0 or None, got {self.max_calls}")
+            raise UsageError(f"SandboxLimits.max_calls must be >= 0 or None, got {self.max_calls}")
 
     def for_worker(self) -> dict[str, object]:
         """The limits as the in-sandbox server expects them."""

@@ -14,30 +14,28 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
+from .._exceptions import UsageError
 from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
 from ._execution import Execution
 from ._limits import SandboxLimits
 from ._seccomp import build_filter
-from ._server import recv_frame, send_frame
+from ._spawner import popen
 from ._types import DirectHandler, ExecResult, Handler, ProxySpec
-
-if TYPE_CHECKING:
-    from .._scripts import ScriptRun
-    from ..tools import Tool, Toolbox
-
-    ToolboxLike: TypeAlias = Toolbox | Sequence[Tool | Callable[..., object]]
+from ._wire import recv_frame, send_frame
 
 __all__ = ["IsolationMode", "Sandbox"]
 
 IsolationMode: TypeAlias = Literal["auto", "required", "none"]
 
 _HERE = Path(__file__).resolve().parent
-_SERVER_IN_SANDBOX = "/run/tooluse/server.py"
+# The server and the wire module it shares with the host, side by side.
+_RUNTIME_IN_SANDBOX = "/run/tooluse"
+_RUNTIME_FILES = ("_server.py", "_wire.py")
 _SCRATCH_IN_SANDBOX = "/tmp"
 _START_TIMEOUT_S = 20.0
 _CLOSE_GRACE_S = 3.0
@@ -84,9 +82,9 @@ class Sandbox:
         uid: int | None = None,
     ) -> None:
         if isolation not in ("auto", "required", "none"):
-            raise ValueError(f"isolation must be 'auto', 'required' or 'none', not {isolation!r}")
+            raise UsageError(f"isolation must be 'auto', 'required' or 'none', not {isolation!r}")
         if prefork < 0:
-            raise ValueError("prefork must be >= 0")
+            raise UsageError("prefork must be >= 0")
         self._mode: IsolationMode = isolation
         self.limits = limits or SandboxLimits()
         self._python_paths = [os.path.realpath(p) for p in python_paths]
@@ -190,12 +188,12 @@ class Sandbox:
             max_calls: overrides ``limits.max_calls`` for this script.
         """
         if not module_name.isidentifier():
-            raise ValueError(f"module_name {module_name!r} is not an identifier")
+            raise UsageError(f"module_name {module_name!r} is not an identifier")
         if timeout <= 0:
-            raise ValueError("timeout must be positive")
+            raise UsageError("timeout must be positive")
         names = [spec.name for spec in tools]
         if len(set(names)) != len(names):
-            raise ValueError(f"tool names repeat: {names}")
+            raise UsageError(f"tool names repeat: {names}")
         self.start()
         execution = Execution(
             sandbox=self,
@@ -228,7 +226,7 @@ class Sandbox:
         except RuntimeError:
             pass
         else:
-            raise SandboxError("execute_sync() called inside an event loop; await execute()")
+            raise UsageError("execute_sync() was called inside an event loop; await execute()")
         return asyncio.run(
             self.execute(
                 script,
@@ -240,27 +238,6 @@ class Sandbox:
                 max_calls=max_calls,
             )
         )
-
-    def run(self, script: str, *, tools: ToolboxLike = (), timeout: float = 10.0) -> ScriptRun:
-        """Run ``script`` with ``tools`` (a Toolbox or tools) as its ``tools`` module.
-
-        Each call is validated and executed on the host by tooluse's dispatcher,
-        exactly like a JSON call; the result lists every call the script made.
-        Not callable inside an event loop: use :meth:`arun` there.
-        """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(script, tools=tools, timeout=timeout))
-        raise SandboxError("Sandbox.run() called inside an event loop; await Sandbox.arun()")
-
-    async def arun(
-        self, script: str, *, tools: ToolboxLike = (), timeout: float = 10.0
-    ) -> ScriptRun:
-        """:meth:`run` for async code."""
-        from .._scripts import run_with_toolbox
-
-        return await run_with_toolbox(self, script, tools, timeout=timeout)
 
     # -- used by Execution -------------------------------------------------------------------
 
@@ -329,10 +306,12 @@ class Sandbox:
         stage_dir = tempfile.mkdtemp(prefix="tooluse-stage-") if as_root else None
         memfds: list[int] = []
         try:
-            server_fd = _memfd("tooluse-server", (_HERE / "_server.py").read_bytes())
-            memfds.append(server_fd)
+            runtime = []
+            for name in _RUNTIME_FILES:
+                memfds.append(_memfd(f"tooluse{name[:-3]}", (_HERE / name).read_bytes()))
+                runtime += ["--ro-bind-data", str(memfds[-1]), f"{_RUNTIME_IN_SANDBOX}/{name}"]
             ctl, ctl_remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            pass_fds = [ctl_remote.fileno(), server_fd]
+            pass_fds = [ctl_remote.fileno(), *memfds]
             argv = [
                 bwrap,
                 "--unshare-all",
@@ -377,10 +356,8 @@ class Sandbox:
                 "1777",
                 _SCRATCH_IN_SANDBOX,
                 "--dir",
-                os.path.dirname(_SERVER_IN_SANDBOX),
-                "--ro-bind-data",
-                str(server_fd),
-                _SERVER_IN_SANDBOX,
+                _RUNTIME_IN_SANDBOX,
+                *runtime,
                 # Nothing outside the scratch directory is writable, not even the sandbox's
                 # own root and /dev (both would be unlimited tmpfs otherwise).
                 "--size",
@@ -400,7 +377,7 @@ class Sandbox:
                 "-B",
                 "-X",
                 "utf8",
-                _SERVER_IN_SANDBOX,
+                f"{_RUNTIME_IN_SANDBOX}/_server.py",
                 json.dumps(
                     {
                         "ctl_fd": ctl_remote.fileno(),
@@ -483,8 +460,9 @@ class Sandbox:
         cwd: str | None = None,
     ) -> None:
         with tempfile.TemporaryFile() as errors:
-            try:
-                self._proc = subprocess.Popen(
+
+            def start() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -494,6 +472,10 @@ class Sandbox:
                     cwd=cwd,
                     start_new_session=True,
                 )
+
+            try:
+                # Not from this thread, which may exit before the sandbox should.
+                self._proc = popen(start)
             except OSError as exc:
                 ctl.close()
                 ctl_remote.close()

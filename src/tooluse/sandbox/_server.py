@@ -18,14 +18,12 @@ script the server sends the monitor SIGUSR1, and the monitor kills the worker (a
 there is no pid namespace, sweeps up what the script left); if the monitor itself dies,
 ``PR_SET_PDEATHSIG`` takes the worker with it.
 
-Wire format: the control and hand-over sockets carry frames (4-byte big-endian length +
-JSON, descriptors attached with ``SCM_RIGHTS``); the tool channel between the script and the
-host is two pipes of JSON lines, calls up one and replies down the other.
+How the server talks to the host, and scripts to their tools, is in ``_wire.py``, which
+the host mounts beside this file.
 """
 
 from __future__ import annotations
 
-import array
 import ast
 import asyncio
 import builtins
@@ -40,16 +38,21 @@ import select
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
 import types
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-_HEADER = struct.Struct("!I")
-_MAX_FDS = 8
+if TYPE_CHECKING:
+    from ._wire import close_all, json_encoder, recv_frame, send_frame
+else:
+    # Run as a script, and -I leaves the script's own directory off sys.path.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _wire import close_all, json_encoder, recv_frame, send_frame
+
+    del sys.path[0]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -103,54 +106,6 @@ def _check(result: int, what: str) -> None:
 
 def _prctl(option: int, arg: int = 0) -> None:
     _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
-
-
-# -- framing ---------------------------------------------------------------------------------
-
-
-def send_frame(sock: socket.socket, obj: object, fds: Iterable[int] = ()) -> None:
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    payload = _HEADER.pack(len(data)) + data
-    fd_list = list(fds)
-    if not fd_list:
-        sock.sendall(payload)
-        return
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fd_list))]
-    sent = sock.sendmsg([payload], ancillary)
-    if sent < len(payload):
-        sock.sendall(payload[sent:])
-
-
-def recv_frame(sock: socket.socket) -> tuple[Any, list[int]] | None:
-    """One frame and the descriptors that came with it; None at end of stream."""
-    fds: list[int] = []
-
-    def read_exactly(size: int) -> bytes | None:
-        chunks = bytearray()
-        while len(chunks) < size:
-            data, new_fds, _flags, _addr = socket.recv_fds(sock, size - len(chunks), _MAX_FDS)
-            fds.extend(new_fds)
-            if not data:
-                return None
-            chunks += data
-        return bytes(chunks)
-
-    header = read_exactly(_HEADER.size)
-    if header is None:
-        _close_all(fds)
-        return None
-    (length,) = _HEADER.unpack(header)
-    body = read_exactly(length)
-    if body is None:
-        _close_all(fds)
-        return None
-    return json.loads(body), fds
-
-
-def _close_all(fds: Iterable[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 def _keep_only(keep: Iterable[int]) -> None:
@@ -227,7 +182,7 @@ class Server:
                 if monitor is not None:
                     _kill(monitor.pid, signal.SIGUSR1)
         finally:
-            _close_all(fds)
+            close_all(fds)
         return True
 
     def _run(self, msg: dict[str, Any], fds: list[int]) -> None:
@@ -394,7 +349,7 @@ def _monitor_main(
         _kill(worker)
         os._exit(0)
     channel = frame[1][0]
-    _close_all(frame[1][1:])
+    close_all(frame[1][1:])
     started = time.monotonic()
     _pid, status, usage = os.wait4(worker, 0)
     if not pidns:
@@ -534,14 +489,15 @@ def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoR
     os.dup2(stderr_fd, 2)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    _close_all([stdout_fd, stderr_fd, null])
+    close_all([stdout_fd, stderr_fd, null])
     sys.argv = [_SCRIPT_FILENAME]
     sys.path[:0] = list(config.get("paths", ()))
     channel = _Channel(calls_fd, replies_fd)
-    module = _build_module(msg["module"], [(n, tuple(p)) for n, p in msg["tools"]], channel)
+    specs = [(name, tuple(params), positional) for name, params, positional in msg["tools"]]
+    module = _build_module(msg["module"], specs, channel)
     sys.modules[msg["module"]] = module
     _apply_limits(msg["limits"])
-    outcome = _run_script(msg["script"], module, [n for n, _ in msg["tools"]])
+    outcome = _run_script(msg["script"], module, [spec[0] for spec in specs])
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -713,34 +669,6 @@ def _format_exception(exc: BaseException) -> str:
 # -- the tool channel and the module the script imports --------------------------------------
 
 
-def json_encoder(*, allow_nan: bool = True) -> Callable[[object], str]:
-    """``json.JSONEncoder(separators=(",", ":"), allow_nan=...).encode``, set up once.
-
-    ``JSONEncoder.encode`` builds a new C encoder on every call, which costs more than
-    encoding a tool call. Circular references raise RecursionError, not ValueError.
-    """
-    encoder = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=allow_nan)
-    make_encoder = getattr(json.encoder, "c_make_encoder", None)
-    if make_encoder is None:
-        return encoder.encode
-    chunks = make_encoder(
-        None,
-        encoder.default,
-        json.encoder.encode_basestring_ascii,
-        None,
-        ":",
-        ",",
-        False,
-        False,
-        allow_nan,
-    )
-
-    def encode(value: object) -> str:
-        return "".join(chunks(value, 0))
-
-    return encode
-
-
 # Every tool call encodes its arguments and decodes its reply: build the codecs once.
 _encode_arguments = json_encoder(allow_nan=False)
 # raw_decode: the host writes one JSON object per line and nothing else, so the checks for
@@ -748,6 +676,11 @@ _encode_arguments = json_encoder(allow_nan=False)
 _decode = json.JSONDecoder().raw_decode
 # How long a plain tool call looks for its reply before it sleeps until it comes.
 _SPIN_S = 200e-6
+
+
+class _Unsendable(Exception):
+    """Arguments that are JSON values but cannot travel (nested too deeply, an integer too
+    long): the call is refused, as the host would refuse it."""
 
 
 class _Channel:
@@ -778,13 +711,16 @@ class _Channel:
     def encode_call(
         self, name: str, arguments: dict[str, object], waits: str = '"w":0'
     ) -> tuple[int, bytes]:
-        self.next_id += 1
         try:
             encoded = _encode_arguments(arguments)
-        except (TypeError, ValueError, RecursionError) as exc:
+        except TypeError as exc:
             raise TypeError(f"arguments to {name}() must be JSON values: {exc}") from None
-        # A tool name is an identifier: nothing in it needs escaping.
-        line = f'{{"t":"call",{waits},"id":{self.next_id},"name":"{name}","args":{encoded}}}\n'
+        except (ValueError, RecursionError) as exc:
+            raise _Unsendable(f"the arguments to {name}() cannot be sent: {exc}") from None
+        self.next_id += 1
+        # The envelope, then the arguments: the host can answer a call whose arguments it
+        # cannot read. A tool name is an identifier: nothing in it needs escaping.
+        line = f'{{"t":"call",{waits},"id":{self.next_id},"name":"{name}"}}{encoded}\n'
         return self.next_id, line.encode()
 
     def call(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
@@ -853,9 +789,12 @@ class _Channel:
         return await future
 
 
-def _build_module(
-    module_name: str, specs: list[tuple[str, tuple[str, ...]]], channel: _Channel
-) -> types.ModuleType:
+# A tool as the script sees it: its name, its parameters, and how many of them, from the
+# first, may be passed by position (the rest are keyword-only, as in the stub).
+_Spec = tuple[str, tuple[str, ...], int]
+
+
+def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> types.ModuleType:
     module = types.ModuleType(module_name, "Tools published by the host; they run on the host.")
 
     class ToolError(Exception):
@@ -875,13 +814,15 @@ def _build_module(
             return reply.get("value")
         raise ToolError(str(reply.get("message", "")), str(reply.get("kind", "tool")), name)
 
-    def bind(
-        name: str, params: tuple[str, ...], args: tuple[object, ...], kwargs: dict[str, object]
-    ) -> dict[str, object]:
-        if len(args) > len(params):
+    def refused(name: str, exc: _Unsendable) -> ToolError:
+        return ToolError(str(exc), "validation", name)
+
+    def bind(spec: _Spec, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
+        name, params, positional = spec
+        if len(args) > positional:
             raise TypeError(
-                f"{name}() takes {len(params)} positional argument"
-                f"{'' if len(params) == 1 else 's'} but {len(args)} were given"
+                f"{name}() takes {positional} positional argument"
+                f"{'' if positional == 1 else 's'} but {len(args)} were given"
             )
         bound: dict[str, object] = dict(zip(params, args, strict=False))
         for key, value in kwargs.items():
@@ -890,12 +831,21 @@ def _build_module(
             bound[key] = value
         return bound
 
-    def make_proxy(name: str, params: tuple[str, ...]) -> Callable[..., object]:
+    def make_proxy(spec: _Spec) -> Callable[..., object]:
+        name = spec[0]
+
         def proxy(*args: object, **kwargs: object) -> object:
-            return unwrap(name, channel.call(name, bind(name, params, args, kwargs)))
+            try:
+                reply = channel.call(name, bind(spec, args, kwargs))
+            except _Unsendable as exc:
+                raise refused(name, exc) from None
+            return unwrap(name, reply)
 
         async def proxy_async(*args: object, **kwargs: object) -> object:
-            reply = await channel.call_async(name, bind(name, params, args, kwargs))
+            try:
+                reply = await channel.call_async(name, bind(spec, args, kwargs))
+            except _Unsendable as exc:
+                raise refused(name, exc) from None
             return unwrap(name, reply)
 
         for fn in (proxy, proxy_async):
@@ -903,10 +853,10 @@ def _build_module(
             fn.__name__ = fn.__qualname__ = name
         proxy_async.__qualname__ = f"{name}.aio"
         proxy.aio = proxy_async  # type: ignore[attr-defined]
-        proxy.__tool__ = (name, params)  # type: ignore[attr-defined]
+        proxy.__tool__ = spec  # type: ignore[attr-defined]
         return proxy
 
-    proxies = {name: make_proxy(name, params) for name, params in specs}
+    proxies = {spec[0]: make_proxy(spec) for spec in specs}
 
     def parallel(
         tool: Callable[..., object] | str,
@@ -925,25 +875,32 @@ def _build_module(
         spec = getattr(proxies.get(tool) if isinstance(tool, str) else tool, "__tool__", None)
         if spec is None:
             raise TypeError(f"parallel() needs one of this module's tools, not {tool!r}")
-        name, params = spec
+        name = spec[0]
         batch = bytearray()
-        ids = []
+        # Each item's call id, or the refusal of arguments that could not be sent.
+        ids: list[int | ToolError] = []
         for item in items:
             if isinstance(item, dict):
-                arguments = bind(name, params, (), item)
+                arguments = bind(spec, (), item)
             elif isinstance(item, (list, tuple)):
-                arguments = bind(name, params, tuple(item), {})
+                arguments = bind(spec, tuple(item), {})
             else:
-                arguments = bind(name, params, (item,), {})
-            call_id, line = channel.encode_call(name, arguments)
+                arguments = bind(spec, (item,), {})
+            try:
+                call_id, line = channel.encode_call(name, arguments)
+            except _Unsendable as exc:
+                ids.append(refused(name, exc))
+                continue
             ids.append(call_id)
             batch += line
         channel.write(batch)
         results: list[object] = []
         first_error: ToolError | None = None
-        for index, call_id in enumerate(ids):
+        for index, entry in enumerate(ids):
             try:
-                results.append(unwrap(name, channel.wait(call_id)))
+                if isinstance(entry, ToolError):
+                    raise entry
+                results.append(unwrap(name, channel.wait(entry)))
             except ToolError as exc:
                 exc.add_note(f"(item {index} of the parallel() call)")
                 first_error = first_error or exc

@@ -5,6 +5,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
+from .._exceptions import UsageError
+
 __all__ = [
     "DirectCall",
     "DirectHandler",
@@ -27,27 +29,36 @@ RESERVED_NAMES = frozenset({"ToolError", "parallel"})
 class ProxySpec:
     """A tool as the script sees it: a name and its parameter names in order.
 
-    Positional arguments are bound to ``params`` in order; keyword arguments pass as they
-    are. Defaults and validation belong to the host-side handler.
+    Positional arguments are bound to the first ``positional`` of ``params`` in order (all
+    of them by default; the rest are keyword-only); keyword arguments pass as they are.
+    Defaults and validation belong to the host-side handler.
     """
 
     name: str
     params: tuple[str, ...]
+    positional: int
 
-    def __init__(self, name: str, params: Sequence[str] = ()) -> None:
+    def __init__(
+        self, name: str, params: Sequence[str] = (), *, positional: int | None = None
+    ) -> None:
         if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
-            raise ValueError(f"tool name {name!r} is not a public Python identifier")
+            raise UsageError(f"tool name {name!r} is not a public Python identifier")
         if name in RESERVED_NAMES:
-            raise ValueError(f"tool name {name!r} is reserved by the sandbox's tool module")
+            raise UsageError(f"tool name {name!r} is reserved by the sandbox's tool module")
         if isinstance(params, str):
             raise TypeError("ProxySpec params must be a sequence of names, not a string")
         for param in params:
             if not param.isidentifier() or keyword.iskeyword(param):
-                raise ValueError(f"parameter name {param!r} of {name} is not an identifier")
+                raise UsageError(f"parameter name {param!r} of {name} is not an identifier")
         if len(set(params)) != len(params):
-            raise ValueError(f"parameter names of {name} repeat: {list(params)}")
+            raise UsageError(f"parameter names of {name} repeat: {list(params)}")
+        if positional is None:
+            positional = len(params)
+        elif not 0 <= positional <= len(params):
+            raise UsageError(f"positional of {name} must be between 0 and {len(params)}")
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "params", tuple(params))
+        object.__setattr__(self, "positional", positional)
 
 
 @dataclass(frozen=True, slots=True)

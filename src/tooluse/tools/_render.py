@@ -6,7 +6,7 @@ import copy
 import json
 import keyword
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._schema import JsonSchema, inline_refs
@@ -136,11 +136,15 @@ class StubSignature:
 
     `params` pairs each Python parameter name with the schema's name for it
     (they differ for names such as ``from`` or ``user-id``), in signature order.
+    The first `positional` of them may be passed by position; the rest are
+    keyword-only (a required parameter after an optional one). The stub is
+    written from this, and a script's tool proxy binds by it.
     """
 
     tool: str
     function: str
     params: tuple[tuple[str, str], ...]
+    positional: int
 
 
 # Names the script-side tools module defines itself (`tools.parallel`, `tools.ToolError`).
@@ -152,15 +156,27 @@ def stub_signature(t: Tool) -> StubSignature:
     if function in _MODULE_NAMES:
         function += "_"
     props = t.parameters.get("properties", {})
+    order = _ordered(t, props)
     return StubSignature(
         tool=t.name,
         function=function,
-        params=tuple((python_identifier(p), p) for p in _ordered(t, props)),
+        params=tuple((python_identifier(p), p) for p in order),
+        positional=_positional(order, set(t.required)),
     )
 
 
 def stub_signatures(tools: Sequence[Tool]) -> list[StubSignature]:
     return [stub_signature(t) for t in tools]
+
+
+def _positional(order: Sequence[str], required: set[str]) -> int:
+    seen_optional = False
+    for index, name in enumerate(order):
+        if name not in required:
+            seen_optional = True
+        elif seen_optional:
+            return index
+    return len(order)
 
 
 def _ordered(t: Tool, props: Mapping[str, Any]) -> list[str]:
@@ -495,6 +511,9 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
         writer.defs = t.parameters.get("$defs", {})
         base = writer.prefix = _camel(t.name)
         params = write_parameters(t, t.parameters, writer.annotation, none_in_type=True)
+        # The `*` goes where the signature says, the very number the script's proxy
+        # binds positional arguments by.
+        params = [replace(p, keyword_only=i >= signature.positional) for i, p in enumerate(params)]
         doc_args = [f"        {p.name}: {p.doc}" for p in params if p.doc]
         if t.returns is not None:
             writer.defs = t.returns.get("$defs", {})

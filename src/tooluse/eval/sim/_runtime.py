@@ -20,13 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._agent import Agent
-from .._messages import Message
-from .._tokens import count_tokens
-from ..models import ScriptedModel
-from ..tools import Tool
-from ._store import ContextStore
-from ._window import ContextPolicy
+from ... import Agent, Message
+from ..._tokens import count_tokens
+from ...context import ContextStore
+from ...context._window import ContextPolicy
+from ...models import ScriptedModel
+from ...tools import Tool
 
 __all__ = ["ExperimentConfig", "ExperimentResult", "render_results", "run_experiment"]
 

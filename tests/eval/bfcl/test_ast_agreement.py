@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from tooluse.eval import check_ast
-from tooluse.eval._bfcl import AST_CATEGORIES
-from tooluse.eval._java_js import java_value, js_value
+from tooluse.eval.bfcl._java_js import java_value, js_value
+from tooluse.eval.bfcl._single_turn import AST_CATEGORIES
 
 from ._bfcl_cases import Case, cases
 from ._official import Entry, OfficialChecker, load_official

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooluse.eval._java_js import (
+from .._matching import maximum_matching
+from ._java_js import (
     JAVA_ITEM_TYPED,
     JAVA_TYPES,
     JS_ITEM_TYPED,
@@ -31,7 +32,6 @@ from tooluse.eval._java_js import (
     java_value,
     js_value,
 )
-from tooluse.eval._matching import maximum_matching
 
 FunctionDescription = Mapping[str, Any]
 Call = Mapping[str, Any]

@@ -18,15 +18,15 @@ from collections.abc import Sequence
 import pytest
 
 from tooluse.eval import Task, evaluate, oracle_for
-from tooluse.eval._bfcl import (
+from tooluse.eval._runner import CONVENTIONS
+from tooluse.eval.bfcl._multi_turn import MULTI_TURN_CATEGORIES, multi_turn_tasks
+from tooluse.eval.bfcl._single_turn import (
     PAPER_CATEGORIES,
     SINGLE_TURN_CATEGORIES,
     bfcl_tasks,
     paper_subset,
     proportional_counts,
 )
-from tooluse.eval._bfcl_multi import MULTI_TURN_CATEGORIES, multi_turn_tasks
-from tooluse.eval._runner import CONVENTIONS
 from tooluse.sandbox import Sandbox
 
 CHECKER_REJECTS = (
@@ -99,8 +99,8 @@ def _failures(tasks: Sequence[Task], convention: str, sandbox: Sandbox) -> dict[
         failed = {}
         for task in tasks:
             row = await evaluate(task, convention, sandbox=sandbox)
-            if not row["correct"]:
-                failed[task.id] = str(row["error"] or row["detail"])
+            if not row.correct:
+                failed[task.id] = str(row.error or row.detail)
         return failed
 
     return asyncio.run(run())
@@ -191,7 +191,7 @@ def test_functions_given_late_are_described_in_their_turn(
     (task,) = multi_turn_tasks(["multi_turn_miss_func"], limit=1)
     oracle = oracle_for(task, convention)
     row = asyncio.run(evaluate(task, convention, model=oracle, sandbox=sandbox))
-    assert row["correct"]
+    assert row.correct
     turns = [m.content or "" for m in oracle.requests[-1].messages if m.role == "user"]
     described = [i for i, text in enumerate(turns) if listing in text]
     assert described == [3] and turns[3].endswith("What about now?")

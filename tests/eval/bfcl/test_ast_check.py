@@ -8,8 +8,8 @@ import pytest
 
 import tooluse.eval
 from tooluse.eval import AstVerdict, check_ast
-from tooluse.eval._java_js import java_value, js_value
 from tooluse.eval._matching import maximum_matching
+from tooluse.eval.bfcl._java_js import java_value, js_value
 
 
 def function(name: str, required: list[str] | None = None, **params: Any) -> dict[str, Any]:
@@ -52,6 +52,7 @@ def test_public_names() -> None:
         "LineFit",
         "OracleModel",
         "OracleTurn",
+        "Row",
         "Score",
         "Setup",
         "SuiteOptions",

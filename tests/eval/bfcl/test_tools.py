@@ -6,10 +6,10 @@ import ast
 
 import pytest
 
-from tooluse.eval._bfcl import bfcl_parameters, bfcl_tool, truth_calls
-from tooluse.eval._bfcl_multi import call_text, parse_call
-from tooluse.eval._bfcl_values import java_source, js_source
-from tooluse.eval._java_js import java_value, js_value
+from tooluse.eval.bfcl._java_js import java_value, js_value
+from tooluse.eval.bfcl._multi_turn import call_text, parse_call
+from tooluse.eval.bfcl._single_turn import bfcl_parameters, bfcl_tool, truth_calls
+from tooluse.eval.bfcl._values import java_source, js_source
 from tooluse.tools import Toolbox
 
 

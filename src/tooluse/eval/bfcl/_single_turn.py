@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import Message, RunResult, Tool, Toolbox
+from ... import Message, RunResult, Tool, Toolbox
+from .._metrics import call_metrics
+from .._oracle import statements_script
+from .._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
 from ._ast_check import check_ast, normalize_string
-from ._bfcl_values import java_source, js_source
-from ._metrics import call_metrics
-from ._oracle import statements_script
-from ._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
+from ._values import java_source, js_source
 
 __all__ = [
     "AST_CATEGORIES",
@@ -401,11 +401,8 @@ class BfclTask(Task):
                 precision=metrics.precision,
             )
         if self.category == "live_relevance":
-            return Score(
-                correct=bool(made),
-                detail=None if made else "no call was made",
-                precision=1.0 if made else None,
-            )
+            # No ground truth exists, so there is nothing to measure precision against.
+            return Score(correct=bool(made), detail=None if made else "no call was made")
         if self.entry.answer is None:
             raise BenchDataError(f"{self.id}: no ground truth")
         decoded = [{c.tool: dict(c.arguments)} for c in made]

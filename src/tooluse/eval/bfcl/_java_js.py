@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ..conventions._scan import JAVA_JS, closing_bracket, split_top_level
+from ...conventions._scan import JAVA_JS, closing_bracket, split_top_level
 
 JAVA_TYPES: dict[str, type] = {
     "byte": int,

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import RunResult, Tool, Toolbox
-from ._bfcl import BrokenTask, bfcl_parameters, data_dir, read_jsonl
-from ._metrics import call_metrics
-from ._oracle import statements_script
-from ._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
+from ... import RunResult, Tool, Toolbox
+from .._metrics import call_metrics
+from .._oracle import statements_script
+from .._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
+from ._single_turn import BrokenTask, bfcl_parameters, data_dir, read_jsonl
 
 __all__ = ["MULTI_TURN_CATEGORIES", "BfclMultiTurnTask", "multi_turn_tasks"]
 

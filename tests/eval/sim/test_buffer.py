@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tooluse._exceptions import UsageError
-from tooluse.context import sim
+from tooluse.eval import sim
 
-# Figure 229.2's table in the seed text: loss, loss sd, spread, queries, peak/B.
-SEED_TABLE = {
+# The reference table of the default run: loss, loss sd, spread, queries, peak/B.
+REFERENCE_TABLE = {
     "threshold_truncate": (0.0589, 0.0204, 0.0754, 0.0, 0.919),
     "random_evict": (0.1925, 0.0297, 0.1387, 0.0, 0.919),
     "agent_offload": (0.0106, 0.0071, 0.0279, 14.1, 0.919),
@@ -30,7 +30,7 @@ def sweep() -> list[sim.SimReport]:
     return sim.sweep_budget(sim.BufferSimConfig(), [6_000, 12_000, 24_000, 48_000])
 
 
-def test_defaults_are_the_seed_parameters() -> None:
+def test_defaults_are_the_reference_parameters() -> None:
     cfg = sim.BufferSimConfig()
     assert (cfg.budget, cfg.turns, cfg.alpha, cfg.reuse_fraction) == (12_000, 400, 0.9, 0.45)
     assert (cfg.signal_accuracy, cfg.recall, cfg.trials, cfg.seed) == (0.85, 0.90, 40, 20260726)
@@ -38,8 +38,8 @@ def test_defaults_are_the_seed_parameters() -> None:
     assert cfg.policies == ("threshold_truncate", "random_evict", "agent_offload")
 
 
-def test_default_run_lands_on_the_seed_table(report: sim.SimReport) -> None:
-    for policy, (loss, sd, spread, queries, peak) in SEED_TABLE.items():
+def test_default_run_lands_on_the_reference_table(report: sim.SimReport) -> None:
+    for policy, (loss, sd, spread, queries, peak) in REFERENCE_TABLE.items():
         r = report[policy]
         assert len(r.loss) == 40
         assert r.loss_mean == pytest.approx(loss, abs=0.01), policy
@@ -49,18 +49,18 @@ def test_default_run_lands_on_the_seed_table(report: sim.SimReport) -> None:
         assert r.peak_mean == pytest.approx(peak, abs=0.005), policy
 
 
-def test_default_run_reproduces_the_seed_table_digit_for_digit(report: sim.SimReport) -> None:
-    # Same model, same seed and the same order of random draws as the seed's code, so
+def test_default_run_reproduces_the_reference_table_digit_for_digit(report: sim.SimReport) -> None:
+    # Same model, same seed and the same order of random draws as the reference run, so
     # the rounded table is identical. If a numpy release changes a generator's stream,
     # this test fails while the tolerance test above still holds.
     rows = sim.render_table(report).splitlines()[2:]
-    for row, (policy, expected) in zip(rows, SEED_TABLE.items(), strict=True):
+    for row, (policy, expected) in zip(rows, REFERENCE_TABLE.items(), strict=True):
         name, *numbers = row.split()
         assert name == policy
         assert [float(n) for n in numbers] == list(expected)
 
 
-def test_policies_rank_as_in_the_seed(report: sim.SimReport) -> None:
+def test_policies_rank_as_in_the_reference(report: sim.SimReport) -> None:
     truncate, random_, agent = (report[p].loss_mean for p in sim.POLICIES)
     assert agent < truncate < random_
     # Offloading also narrows the run-to-run spread.
@@ -130,7 +130,7 @@ def test_bad_configs_are_usage_errors(changes: dict[str, object]) -> None:
 
 # -- budget sweep ----------------------------------------------------------------
 #
-# The seed text argues from Pr[loss] = Pr[D > k] ∝ k^-α that, for α near one,
+# The argument runs from Pr[loss] = Pr[D > k] ∝ k^-α that, for α near one,
 # doubling the budget "barely halves" the loss (2^-0.9 ≈ 0.54). What the simulation
 # itself shows under the default parameters, and what these tests pin down:
 #   * random eviction: each doubling leaves a bit more than half the loss (0.52-0.58);
@@ -201,7 +201,7 @@ def test_plot_writes_a_png(report: sim.SimReport, tmp_path: Path) -> None:
 def test_plot_does_not_touch_pyplot(report: sim.SimReport, tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from tooluse.context import sim\n"
+        "from tooluse.eval import sim\n"
         "r = sim.simulate(sim.BufferSimConfig(trials=2))\n"
         f"sim.plot(r, {str(tmp_path / 'f.png')!r})\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"
@@ -214,7 +214,8 @@ def test_heavy_imports_are_lazy() -> None:
         "import sys\n"
         "import tooluse.context\n"
         "assert 'numpy' not in sys.modules, 'the store must not need numpy'\n"
-        "from tooluse.context import sim\n"
+        "assert 'tooluse.eval' not in sys.modules, 'context must not load evaluation'\n"
+        "from tooluse.eval import sim\n"
         "assert 'numpy' in sys.modules\n"
         "assert not any(m.startswith('matplotlib') for m in sys.modules)\n"
     )

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tooluse.eval._bfcl import _chosen_value, _first_option, language_of
-from tooluse.eval._bfcl_values import _java_literal, _js_literal
+from tooluse.eval.bfcl._single_turn import _chosen_value, _first_option, language_of
+from tooluse.eval.bfcl._values import _java_literal, _js_literal
 
 from ._official import Entry
 

@@ -1,7 +1,8 @@
 """How much needed context each eviction policy destroys over a long episode.
 
-The model is the buffer simulation behind Figure 229.2 of the seed text (section
-229.7.1). Each turn appends one item to a context buffer of `budget` tokens. Item
+The simulation tests the argument for agent-invoked context management (Li et al.
+2026): that an agent's own belief about what it has finished with is a better
+eviction hint than recency. Each turn appends one item to a context buffer of `budget` tokens. Item
 sizes are lognormal. A fraction `reuse_fraction` of the items is needed once more,
 after a Pareto-tailed reuse distance; needs that would fall after the last turn are
 dropped. When an append would push occupancy past ``trigger * budget``, the buffer is
@@ -22,7 +23,7 @@ loss is lost / needed. Every policy runs on the same trajectories and under the 
 trigger and target, so peak occupancy is the shared cap read back out, equal across
 policies by construction rather than a finding.
 
-    from tooluse.context import sim
+    from tooluse.eval import sim
     report = sim.simulate(sim.BufferSimConfig())
     print(sim.render_table(report))
     sim.plot(report, "figure.png")
@@ -47,6 +48,7 @@ __all__ = [
     "PolicyResult",
     "SimReport",
     "plot",
+    "plot_sweep",
     "render_sweep",
     "render_table",
     "simulate",
@@ -70,7 +72,7 @@ _COLORS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class BufferSimConfig:
-    """Parameters of the simulation; the defaults are the seed text's."""
+    """Parameters of the simulation; the defaults give the reference table."""
 
     budget: float = 12_000
     """Context budget B, in tokens."""
@@ -180,8 +182,8 @@ class _Trajectory:
 
 
 def _trajectory(rng: np.random.Generator, cfg: BufferSimConfig) -> _Trajectory:
-    # The order of these draws is part of the model: with it, a seed reproduces the
-    # seed text's table exactly.
+    # The order of these draws is part of the model: with it, the default seed
+    # reproduces the reference table exactly.
     n = cfg.turns
     size = rng.lognormal(np.log(cfg.item_tokens), cfg.item_sigma, n)
     reused = rng.random(n) < cfg.reuse_fraction
@@ -351,6 +353,49 @@ def plot(report: SimReport, path: str | Path) -> Path:
     for ax in (bars, trials):
         ax.set_xticks(x)
         ax.set_xticklabels(labels, fontsize=8.5)
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=150)
+    return out
+
+
+def plot_sweep(reports: Sequence[SimReport], path: str | Path) -> Path:
+    """Draw a budget sweep to a PNG: mean loss (± sd) and queries per episode against B."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not reports:
+        raise UsageError("a sweep needs at least one budget")
+    budgets = [r.config.budget for r in reports]
+    fig = Figure(figsize=(8.6, 3.6))
+    FigureCanvasAgg(fig)
+    losses, queries = fig.subplots(1, 2)
+    for policy in (r.policy for r in reports[0].results):
+        results = [r[policy] for r in reports]
+        label = _LABELS[policy].replace("\n", " ")
+        sds = [0.0 if math.isnan(r.loss_sd) else r.loss_sd for r in results]
+        losses.errorbar(
+            budgets, [r.loss_mean for r in results], yerr=sds, marker="o", ms=4, capsize=3,
+            color=_COLORS[policy], label=label,
+        )  # fmt: skip
+        if any(r.queries_mean for r in results):
+            queries.plot(
+                budgets, [r.queries_mean for r in results], marker="o", ms=4,
+                color=_COLORS[policy], label=label,
+            )  # fmt: skip
+    losses.set_ylabel("needed but unrecoverable")
+    losses.set_title("Information loss against budget (mean $\\pm$ sd)")
+    losses.legend(frameon=False, fontsize=8)
+    queries.set_ylabel("queries per episode")
+    queries.set_title("Retrieval queries against budget")
+    queries.legend(frameon=False, fontsize=8, title="the others never query", title_fontsize=8)
+    for ax in (losses, queries):
+        ax.set_xscale("log")
+        ax.set_xticks(budgets, [f"{b:,.0f}" for b in budgets], fontsize=8.5)
+        ax.minorticks_off()
+        ax.set_xlabel(f"budget B, tokens ({reports[0].config.trials} trials each)")
+        ax.set_ylim(bottom=0)
         ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     out = Path(path)

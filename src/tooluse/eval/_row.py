@@ -1,0 +1,99 @@
+"""One results row: a task run in one convention by one model, and its score.
+
+Rows are the lines of ``results.jsonl``. `Row.from_json` reads back rows written
+by any version of the harness: keys a row lacks take their defaults (rows from
+before the schema-valid share have no ``unparsed``), keys it does not know are
+ignored, and a line without the four identifying keys is not a row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Row", "RowKey", "schema_valid_share"]
+
+#: What identifies a row: suite, entry id, convention, model label.
+RowKey = tuple[str, str, str, str]
+
+_IDENTITY = ("suite", "entry_id", "convention", "model")
+
+
+@dataclass(slots=True, kw_only=True)
+class Row:
+    """One task run in one convention by one model.
+
+    `calls` were executed (they passed schema validation), `rejected` were refused
+    by the dispatcher, `unparsed` replies could not be read as calls at all.
+    `precision`, `recall` and `argument_accuracy` are None where the ratio has no
+    denominator or the task has no ground truth to compare with. `error` says why
+    a run failed (``data: …``, ``harness: …``, ``scorer: …``, ``worker: …`` or the
+    run's own error) and `traceback` where, for a failure of the harness itself;
+    `detail` is the scorer's reason for a wrong answer.
+    """
+
+    suite: str
+    entry_id: str
+    category: str = ""
+    width: int | None = None
+    convention: str
+    model: str
+    correct: bool = False
+    status: str = "error"
+    error: str | None = None
+    detail: str | None = None
+    precision: float | None = None
+    recall: float | None = None
+    argument_accuracy: float | None = None
+    expected_calls: int = 0
+    calls: int = 0
+    rejected: int = 0
+    unparsed: int = 0
+    schema_valid_share: float | None = None
+    rounds: int = 0
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    peak_input_tokens: int = 0
+    #: ``provider``, ``o200k``, ``none``, or several joined by ``+``.
+    token_source: str = "none"
+    wall_s: float = 0.0
+    answer: str | None = None
+    traceback: str | None = None
+
+    @property
+    def key(self) -> RowKey:
+        return (self.suite, self.entry_id, self.convention, self.model)
+
+    @property
+    def reason(self) -> str:
+        """Why the entry was not passed, in one line: the scorer's detail, then the run's error.
+
+        The detail comes first because a run's error is often only its ending (``no
+        final answer after 1 rounds``) while the detail names the wrong argument.
+        """
+        return " — ".join(" ".join(part.split()) for part in (self.detail, self.error) if part)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Row:
+        """A row from a decoded ``results.jsonl`` line; ValueError when it is not one."""
+        missing = [key for key in _IDENTITY if not isinstance(data.get(key), str)]
+        if missing:
+            raise ValueError(f"not a results row: no {', '.join(missing)}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def schema_valid_share(calls: int, rejected: int, unparsed: int) -> float | None:
+    """Valid calls over everything emitted: ``calls / (calls + rejected + unparsed)``.
+
+    `calls` passed schema validation, `rejected` did not, `unparsed` replies
+    could not be read as calls at all; None when the denominator is zero.
+    """
+    emitted = calls + rejected + unparsed
+    return calls / emitted if emitted else None
