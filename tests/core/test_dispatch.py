@@ -426,6 +426,38 @@ async def test_a_call_cancelled_while_waiting_for_a_slot_gives_way() -> None:
     assert first.cancelled()
 
 
+async def test_running_and_waiting_count_the_calls_holding_and_awaiting_a_slot() -> None:
+    gate = asyncio.Event()
+    holding = asyncio.Event()
+
+    @tool
+    async def hold() -> str:
+        """Hold the only slot until the gate opens."""
+        holding.set()
+        await gate.wait()
+        return "held"
+
+    @tool
+    def quick() -> str:
+        """Answer at once."""
+        return "quick"
+
+    dispatcher = Dispatcher(Toolbox([hold, quick]), timeout=None, max_concurrency=1)
+    assert (dispatcher.running, dispatcher.waiting) == (0, 0)
+    holder = asyncio.ensure_future(dispatcher.call("hold", {}, call_id="1"))
+    await asyncio.wait_for(holding.wait(), 10)
+    queued = [asyncio.ensure_future(dispatcher.call("quick", {}, call_id=str(i))) for i in (2, 3)]
+    deadline = time.monotonic() + 10
+    while dispatcher.waiting < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert (dispatcher.running, dispatcher.waiting) == (1, 2)
+    gate.set()
+    outcomes = await asyncio.wait_for(asyncio.gather(holder, *queued), 10)
+    dispatcher.close()
+    assert [o.content for o in outcomes] == ["held", "quick", "quick"]
+    assert (dispatcher.running, dispatcher.waiting) == (0, 0)
+
+
 async def test_the_threads_of_a_closed_or_dropped_dispatcher_end() -> None:
     @tool
     def double(x: int) -> int:

@@ -104,7 +104,7 @@ async def test_call_direct_runs_on_the_calling_thread_and_records_what_json_does
         comparable(o) for (o,) in from_json if isinstance(o, CallRecord)
     ]
     assert {r.source for r in direct} == {"script"}
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_call_direct_leaves_async_and_unknown_tools_alone() -> None:
@@ -113,16 +113,20 @@ def test_call_direct_leaves_async_and_unknown_tools_alone() -> None:
     assert dispatcher.call_direct("shout", {"text": "hi"}, call_id=ids) is None
     assert dispatcher.call_direct("nope", {"a": 1}, call_id=ids) is None
     assert ids.given == []
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_call_direct_leaves_the_call_alone_when_no_slot_is_free() -> None:
     dispatcher = Dispatcher(Toolbox([add]), max_concurrency=1)
+    held = dispatcher.call_direct("add", {"a": 2}, call_id="held")
+    assert isinstance(held, DirectRun)
     ids = Ids()
-    assert dispatcher._slots.try_take()
     assert dispatcher.call_direct("add", {"a": 1}, call_id=ids) is None
     assert ids.given == []
-    assert dispatcher._slots.in_use == 1
+    assert dispatcher.running == 1
+    record = on_thread(held.run)
+    assert record is not None and record.result == 2
+    assert dispatcher.running == 0
 
 
 def test_refused_arguments_come_back_refused_and_give_the_slot_back() -> None:
@@ -139,7 +143,7 @@ def test_refused_arguments_come_back_refused_and_give_the_slot_back() -> None:
     assert isinstance(first, RejectedCall)
     assert "argument 'a' must be integer" in first.error
     assert first.source == "script"
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_a_side_effect_already_made_is_replayed_without_a_slot() -> None:
@@ -162,7 +166,7 @@ def test_a_side_effect_already_made_is_replayed_without_a_slot() -> None:
     assert isinstance(again, CallRecord)
     assert again.replayed and again.result == first.result == "sent to ann"
     assert sent == ["ann"]
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 async def test_a_direct_run_holds_the_only_slot_until_it_runs() -> None:
@@ -180,9 +184,12 @@ async def test_a_direct_run_holds_the_only_slot_until_it_runs() -> None:
     try:
         run = dispatcher.call_direct("first", {}, call_id="d1")
         assert isinstance(run, DirectRun)
-        assert dispatcher._slots.in_use == 1
+        assert dispatcher.running == 1
         waiting = asyncio.ensure_future(dispatcher.run([json_call("second", {})]))
-        await asyncio.sleep(0.1)
+        deadline = time.monotonic() + 10
+        while not dispatcher.waiting and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert dispatcher.waiting == 1, "the JSON call never queued for the slot"
         assert not waiting.done()
         record = await asyncio.wait_for(asyncio.to_thread(run.run), 10)
         (outcome,) = await asyncio.wait_for(waiting, 10)
@@ -190,7 +197,7 @@ async def test_a_direct_run_holds_the_only_slot_until_it_runs() -> None:
         dispatcher.close()
     assert record is not None and record.result == "direct"
     assert isinstance(outcome, CallRecord) and outcome.result == "json"
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_abandoning_before_the_run_records_a_call_not_started_and_never_starts_it() -> None:
@@ -210,11 +217,11 @@ def test_abandoning_before_the_run_records_a_call_not_started_and_never_starts_i
     assert record is not None
     assert record.error == "quick was not started: its 0.5 s ran out first"
     assert record.result is None
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
     assert on_thread(run.run) is None
     assert ran == []
     assert record.error == "quick was not started: its 0.5 s ran out first"
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_abandoning_a_running_call_records_a_timeout_and_drops_its_result() -> None:
@@ -246,7 +253,7 @@ def test_abandoning_a_running_call_records_a_timeout_and_drops_its_result() -> N
     assert record is not None
     assert record.error == "stuck timed out after 0.2 s"
     assert record.result is None and record.duration_s >= 0.2
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_abandoning_after_the_run_changes_nothing() -> None:
@@ -258,7 +265,7 @@ def test_abandoning_after_the_run_changes_nothing() -> None:
     assert run.abandon() is None
     assert run.abandon("the script was stopped") is None
     assert (record.result, record.error) == (4, None)
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_abandoning_with_a_reason_or_without_a_timeout_says_so() -> None:
@@ -272,7 +279,7 @@ def test_abandoning_with_a_reason_or_without_a_timeout_says_so() -> None:
     assert stopped_record is not None and untimed_record is not None
     assert stopped_record.error == "add was not started: the script was stopped"
     assert untimed_record.error == "add was not started: it was abandoned"
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 def test_a_tool_raising_on_the_direct_path_records_its_error() -> None:
@@ -287,7 +294,7 @@ def test_a_tool_raising_on_the_direct_path_records_its_error() -> None:
     record = on_thread(lambda: run_direct(dispatcher, "picky", {"x": 3}))
     assert record.error == "picky failed: ValueError: 3 is odd"
     assert record.result is None
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 @tool
@@ -328,7 +335,7 @@ async def test_an_integer_beyond_a_float_is_refused_not_raised() -> None:
     assert isinstance(refused, RejectedCall) and "valid number" in refused.error
     assert isinstance(fine, CallRecord) and fine.result == 2.0
     assert isinstance(direct, RejectedCall) and "valid number" in direct.error
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 class Point(pydantic.BaseModel):

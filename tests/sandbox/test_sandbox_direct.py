@@ -338,10 +338,10 @@ async def test_a_plain_call_waits_for_a_slot_held_by_a_json_call(sandbox: Sandbo
             run_script(sandbox, "import tools\nprint(tools.other(21))\n", dispatcher)
         )
         deadline = time.monotonic() + 10
-        while not dispatcher._slots._waiters and time.monotonic() < deadline:
+        while not dispatcher.waiting and time.monotonic() < deadline:
             assert not script.done()
             await asyncio.sleep(0.01)
-        assert dispatcher._slots._waiters, "the script's call never queued for the slot"
+        assert dispatcher.waiting, "the script's call never queued for the slot"
         assert not gate_open_when_other_ran
         gate.set()
         (json_outcome,) = await asyncio.wait_for(json_call, 10)
@@ -356,7 +356,7 @@ async def test_a_plain_call_waits_for_a_slot_held_by_a_json_call(sandbox: Sandbo
     assert CHANNEL_THREAD not in threads.names()
     assert [(o.name, o.error) for o in outcomes] == [("other", None)]
     assert [o.result for o in outcomes if isinstance(o, CallRecord)] == [42]
-    assert dispatcher._slots.in_use == 0
+    assert dispatcher.running == 0
 
 
 class Hanging:

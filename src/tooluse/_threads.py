@@ -1,0 +1,209 @@
+"""The threads sync tools run on, and how the event loop learns that a tool ended.
+
+A sync tool cannot be stopped from outside. Each thread here is a daemon, so a tool
+that never returns never holds up the interpreter's exit, and a call given up on is
+counted (`Abandoned`) until its tool does return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import threading
+import warnings
+from asyncio import wait_for
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["CAN_WAIT_DIRECTLY", "Abandoned", "Ended", "Lane", "Pending", "Workers", "invoke"]
+
+# The lane's wait selects on a pipe, which Windows cannot do.
+CAN_WAIT_DIRECTLY = os.name == "posix"
+
+Ended = tuple[Any, BaseException | None]
+"""How a tool's run ended: its value, or what it raised."""
+
+
+def invoke(function: Callable[..., Any], kwargs: dict[str, Any]) -> Ended:
+    # Whatever the tool raises, SystemExit and StopIteration included, is its own
+    # failure: it never reaches a future, where StopIteration cannot be set.
+    try:
+        return function(**kwargs), None
+    except BaseException as exc:
+        return None, exc
+
+
+class Abandoned:
+    """Calls given up on whose tool still runs: counted, and warned about once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self.count += 1
+            first, self._warned = not self._warned, True
+        if first:
+            warnings.warn(
+                f"{name} is still running after its call was given up on; a tool that "
+                "ignores its timeout keeps running until it returns (see "
+                "Dispatcher.abandoned)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def remove(self) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+class Pending:
+    """The end of a sync tool's run on another thread, for the event loop to await."""
+
+    __slots__ = ("_abandoned", "_given_up", "_lock", "_loop", "_name", "_over", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, abandoned: Abandoned, name: str) -> None:
+        self._loop = loop
+        self._abandoned = abandoned
+        self._name = name
+        self.future: asyncio.Future[Ended] = loop.create_future()
+        self._lock = threading.Lock()
+        self._over = self._given_up = False
+
+    def deliver(self, ended: Ended) -> None:
+        """From the tool's thread: the tool ended."""
+        with self._lock:
+            self._over = True
+            given_up = self._given_up
+        if given_up:
+            self._abandoned.remove()
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            self._loop.call_soon_threadsafe(self._settle, ended)
+
+    def _settle(self, ended: Ended) -> None:
+        if not self.future.done():
+            self.future.set_result(ended)
+
+    async def wait(self, timeout: float | None) -> Ended | None:
+        """How the tool ended, or None if ``timeout`` passed first (it is abandoned)."""
+        try:
+            if timeout is None:
+                return await self.future
+            return await wait_for(self.future, max(timeout, 0.0))
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            with self._lock:
+                running = not self._over
+                self._given_up = True
+            if running:
+                self._abandoned.add(self._name)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return None
+
+
+class Workers:
+    """Daemon threads for sync tools: an idle one takes the next call, else a new one starts.
+
+    Not capped (the dispatcher's slots limit how many calls run): a thread stuck in an
+    abandoned call never keeps a later call from starting.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: deque[Callable[[], None]] = deque()
+        self._ready = threading.Condition(threading.Lock())
+        self._idle = 0
+        self._closed = False
+
+    def start(self, job: Callable[[], None]) -> None:
+        with self._ready:
+            self._jobs.append(job)
+            if self._idle:
+                self._idle -= 1
+                self._ready.notify()
+                return
+        threading.Thread(target=self._serve, name="tooluse-tool", daemon=True).start()
+
+    def close(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+
+    def _serve(self) -> None:
+        while True:
+            with self._ready:
+                while not self._jobs:
+                    if self._closed:
+                        return
+                    self._idle += 1
+                    self._ready.wait()
+                job = self._jobs.popleft()
+            job()
+
+
+class Lane:
+    """A worker thread kept for the calls the dispatcher waits on directly.
+
+    A call goes over, and word of its end comes back, as a byte through a pipe:
+    ``os.write`` lets go of the GIL before it wakes the other thread, which can then run
+    at once, where a lock released while holding the GIL wakes it only to wait for the
+    GIL (about twice the cost). A call that outlasts the wait is handed on as a
+    `Pending`, and the lane stays busy until the call ends.
+    """
+
+    def __init__(self) -> None:
+        self.busy = False
+        self._go_read, self._go_write = os.pipe()
+        self._ended_read, self._ended_write = os.pipe()
+        self._handover = threading.Lock()
+        self._job: Callable[[], Ended] | None = None
+        self._outcome: Ended = (None, None)
+        self._late: Pending | None = None
+        threading.Thread(target=self._serve, name="tooluse-tool-direct", daemon=True).start()
+
+    def run(
+        self, job: Callable[[], Ended], wait: float, later: Callable[[], Pending]
+    ) -> Ended | Pending:
+        """How ``job`` ended if it ends within ``wait`` seconds, else ``later()`` awaiting it."""
+        self.busy = True
+        self._job = job
+        os.write(self._go_write, b"\0")
+        ended = [self._ended_read]
+        if not select.select(ended, [], [], wait)[0]:
+            with self._handover:
+                if not select.select(ended, [], [], 0)[0]:
+                    self._late = later()
+                    return self._late
+        os.read(self._ended_read, 1)
+        self.busy = False
+        outcome, self._outcome = self._outcome, (None, None)
+        return outcome
+
+    def close(self) -> None:
+        """Let the thread end, now or once the call it runs ends."""
+        if self._go_write >= 0:
+            os.close(self._go_write)
+            self._go_write = -1
+
+    def _serve(self) -> None:
+        try:
+            while os.read(self._go_read, 1):
+                job, self._job = self._job, None
+                assert job is not None
+                outcome = job()
+                with self._handover:
+                    late, self._late = self._late, None
+                    if late is None:
+                        self._outcome = outcome
+                        os.write(self._ended_write, b"\0")
+                        continue
+                late.deliver(outcome)
+                self.busy = False
+        finally:
+            for fd in (self._go_read, self._ended_read, self._ended_write):
+                os.close(fd)

@@ -1,0 +1,149 @@
+"""Checking a call before anything runs: the first step of every call the dispatcher takes.
+
+A call is checked in this order, and the first problem refuses it with the text the
+model is shown (a `RejectedCall`):
+
+    tool name ─→ argument text (size, JSON, repairs) ─→ schema ─→ the function's types
+
+What passes is `Prepared`: the tool, the arguments as recorded, and the keyword
+arguments the function is called with. Nothing here runs a tool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+
+from ._messages import ToolCall
+from ._records import RejectedCall
+from .sandbox._wire import json_encoder
+from .tools import Tool, Toolbox
+from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
+
+__all__ = ["Prepared", "Validator", "arguments_text"]
+
+_RAW_KEEP = 300
+
+
+# What ``json.dumps(value, default=str)`` writes, with the encoder built once.
+arguments_text = json_encoder(separators=(", ", ": "), default=str)
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A call that passed every check, ready to run."""
+
+    id: str
+    tool: Tool
+    arguments: dict[str, Any]
+    """As recorded: what the model sent, after repairs."""
+    kwargs: dict[str, Any]
+    """What the function is called with: the arguments converted to its types."""
+    repairs: tuple[str, ...]
+
+
+class Validator:
+    """Checks calls against a toolbox; keeps one schema checker per tool it has seen."""
+
+    def __init__(self, tools: Toolbox, *, max_argument_bytes: int) -> None:
+        self.tools = tools
+        self.max_argument_bytes = max_argument_bytes
+        self._checkers: dict[str, ArgumentChecker] = {}
+
+    def prepare(
+        self, call: ToolCall, *, round_: int = 0, source: str = "json"
+    ) -> Prepared | RejectedCall:
+        """Check a call whose arguments are JSON text, as a model writes them."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return self.reject(call, self._unknown_tool(call.name), round_=round_, source=source)
+        try:
+            parsed = parse_arguments(call.arguments, max_bytes=self.max_argument_bytes)
+        except ArgumentsError as exc:
+            return self.reject(
+                call, f"invalid call to {tool.name}: {exc}", round_=round_, source=source
+            )
+        return self._check(
+            call.id,
+            tool,
+            parsed.value,
+            parsed.repairs,
+            round_=round_,
+            source=source,
+            text=call.arguments,
+        )
+
+    def prepare_decoded(
+        self,
+        call_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        round_: int = 0,
+        source: str = "script",
+    ) -> Prepared | RejectedCall:
+        """Check a call whose arguments arrive decoded from JSON, as a script's do.
+
+        They are what parsing their text would give, so only the text's size needs
+        checking; a refusal is worded from the text, as for a JSON call.
+        """
+        text = arguments_text(arguments)
+        tool = self.tools.get(name)
+        if tool is None or len(text) > self.max_argument_bytes:
+            return self.prepare(ToolCall(call_id, name, text), round_=round_, source=source)
+        return self._check(call_id, tool, arguments, (), round_=round_, source=source, text=text)
+
+    def reject(self, call: ToolCall, error: str, *, round_: int, source: str) -> RejectedCall:
+        """Refuse ``call`` with ``error``, keeping the start of its argument text."""
+        raw = call.arguments
+        if len(raw) > _RAW_KEEP:
+            raw = raw[:_RAW_KEEP] + f"... [{len(call.arguments) - _RAW_KEEP:,} characters cut]"
+        return RejectedCall(
+            id=call.id, name=call.name, arguments=raw, error=error, round=round_, source=source
+        )
+
+    def _check(
+        self,
+        call_id: str,
+        tool: Tool,
+        parsed: dict[str, Any],
+        repairs: tuple[str, ...],
+        *,
+        round_: int,
+        source: str,
+        text: str,
+    ) -> Prepared | RejectedCall:
+        checker = self._checkers.get(tool.name)
+        try:
+            if checker is None:
+                checker = self._checkers[tool.name] = ArgumentChecker(tool.parameters)
+            arguments, null_repairs = checker.check(parsed)
+        except ArgumentsError as exc:
+            problem = f"invalid call to {tool.name}: {exc}"
+        else:
+            try:
+                kwargs = tool.convert_arguments(arguments)
+            except pydantic.ValidationError as exc:
+                problem = f"invalid call to {tool.name}: " + "; ".join(
+                    f"argument '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
+                    for err in exc.errors(include_url=False)
+                )
+            else:
+                return Prepared(call_id, tool, arguments, kwargs, repairs + null_repairs)
+        return self.reject(
+            ToolCall(call_id, tool.name, text), problem, round_=round_, source=source
+        )
+
+    def _unknown_tool(self, name: str) -> str:
+        if not name:
+            head = "the call has no tool name"
+        else:
+            head = f"there is no tool named {name!r}"
+            close = self.tools.closest(name)
+            if close:
+                head += f"; did you mean {', '.join(repr(c) for c in close)}?"
+        names = self.tools.names
+        listed = ", ".join(names[:30]) + (f" and {len(names) - 30} more" if len(names) > 30 else "")
+        return f"{head}. Available tools: {listed}" if names else f"{head}. No tools are available."
