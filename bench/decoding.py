@@ -27,9 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
+
+# `examples` ships with the checkout, not with the package: find it beside bench/.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from examples.seed_tools import toolbox
 from tooluse import Message

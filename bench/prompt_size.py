@@ -1,4 +1,4 @@
-"""Prompt tokens for the five seed tools: our JSON tool block and code-convention prompt
+"""Prompt tokens for the five example tools: our JSON tool block and code-convention prompt
 beside the peers' equivalents, all counted with o200k_base in the same run.
 
     python bench/prompt_size.py
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# `examples` ships with the checkout, not with the package: find it beside bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from examples.seed_tools import toolbox
@@ -111,7 +112,8 @@ ROWS: list[tuple[str, str, Callable[[], int]]] = [
     ("smolagents", "JSON tool schemas", smolagents_json),
     ("tooluse", "code-convention prompt (whole)", ours_code_prompt),
     ("smolagents", "CodeAgent system prompt (whole)", smolagents_code_prompt),
-    ("paper", "fixed block of programmatic calling", lambda: 3122),
+    # As reported by Patel et al. (2026) for their programmatic-calling prompt.
+    ("Patel et al.", "fixed block of programmatic calling", lambda: 3122),
     ("tooluse", "stub module alone", ours_stubs),
     ("smolagents", "tool stubs alone", smolagents_stubs),
 ]

@@ -14,7 +14,7 @@ HERE = Path(__file__).parent
 
 
 def run_scenario(script: str, task: str) -> RunResult:
-    """Run `task` against the seed tools with the scripted replies in `script`."""
+    """Run `task` against the example tools with the scripted replies in `script`."""
     model = ScriptedModel.from_file(HERE / script)
     result = Agent(model, toolbox, convention="json", max_rounds=8).run(task)
     for record in result.calls:

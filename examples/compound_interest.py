@@ -1,4 +1,4 @@
-"""Compound interest, composed from calculator calls (the seed's Chain-of-Abstraction demo).
+"""Compound interest, composed from calculator calls, each using the result of the one before.
 
 python -m examples.compound_interest
 """

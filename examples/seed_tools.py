@@ -1,4 +1,4 @@
-"""The five tools the seed texts use: weather, capital, calculator, exchange rate, a paged list.
+"""Five example tools: weather, capital, calculator, exchange rate and a paged list.
 
 They return deterministic data so that examples, tests and benchmarks can run
 offline and be checked exactly.

@@ -4,18 +4,36 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLUSE = Path(sys.executable).parent / "tooluse"
+# This checkout's sources, whatever the directory the command runs in.
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 
-def tooluse(*args: str) -> subprocess.CompletedProcess[str]:
+def tooluse(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(TOOLUSE), *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+        [str(TOOLUSE), *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
+
+
+def assert_one_error_line(proc: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert expected in lines[0]
 
 
 def test_run_prints_the_answer_and_writes_a_trace(tmp_path: Path) -> None:
@@ -83,13 +101,74 @@ def test_unfinished_run_exits_non_zero(tmp_path: Path) -> None:
 
 def test_usage_errors_are_one_clear_line() -> None:
     proc = tooluse("run", "x", "--tools", "examples.nothing:toolbox", "--model", "scripted:x")
-    assert proc.returncode == 2
-    assert "error: cannot import 'examples.nothing'" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert_one_error_line(proc, "error: cannot import 'examples.nothing'")
     proc = tooluse("run", "x", "--tools", "examples.seed_tools:toolbox", "--model", "gpt")
-    assert proc.returncode == 2 and "unknown model spec 'gpt'" in proc.stderr
+    assert_one_error_line(proc, "unknown model spec 'gpt'")
     proc = tooluse("run", "x", "--tools", "examples.seed_tools", "--model", "scripted:x")
-    assert proc.returncode == 2 and "MODULE:ATTR" in proc.stderr
+    assert_one_error_line(proc, "MODULE:ATTR")
+
+
+def test_a_long_error_stays_on_one_line() -> None:
+    proc = tooluse(
+        "run",
+        "x",
+        "--tools",
+        "examples.seed_tools:toolbox",
+        "--model",
+        "scripted:examples/weather.jsonl",
+        "--tool-choice",
+        "get_the_weather_for_a_location_please",
+    )
+    assert_one_error_line(proc, "'get_current_weather', 'lookup_capital', 'calculator'")
+
+
+@pytest.mark.parametrize(
+    ("trace", "reason"),
+    [(".", "Is a directory"), ("notes.txt/run.jsonl", "File exists: {tmp}/notes.txt")],
+)
+def test_an_unwritable_trace_is_refused_before_the_run(
+    tmp_path: Path, trace: str, reason: str
+) -> None:
+    (tmp_path / "notes.txt").write_text("a file, not a directory\n")
+    proc = tooluse(
+        "run",
+        "x",
+        "--tools",
+        "examples.seed_tools:toolbox",
+        "--model",
+        f"scripted:{ROOT / 'examples/weather.jsonl'}",
+        "--trace",
+        str(tmp_path / trace),
+    )
+    reason = reason.format(tmp=tmp_path)
+    assert_one_error_line(proc, f"cannot write the trace to {tmp_path / trace}: {reason}")
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def f(:\n", "cannot import 'broken': SyntaxError: invalid syntax (broken.py, line 1)"),
+        ("raise RuntimeError('no config')\n", "cannot import 'broken': RuntimeError: no config"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "tools"])
+def test_a_tools_module_that_fails_to_import_is_one_error_line(
+    tmp_path: Path, source: str, expected: str, command: str
+) -> None:
+    (tmp_path / "broken.py").write_text(source)
+    if command == "run":
+        proc = tooluse("run", "x", "--tools", "broken:toolbox", "--model", "local", cwd=tmp_path)
+    else:
+        proc = tooluse("tools", "show", "broken:toolbox", cwd=tmp_path)
+    assert_one_error_line(proc, expected)
+
+
+@pytest.mark.parametrize("command", [["run"], ["tools", "show"], ["sim", "buffer"], ["bench"]])
+def test_flags_show_no_value_type(command: list[str]) -> None:
+    proc = tooluse(*command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "--help" in proc.stdout and "<bool>" not in proc.stdout
 
 
 def test_tools_show_every_format() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import tooluse
+import tooluse.context
 import tooluse.models
-import tooluse.tools
 
 
 def test_top_level_exports() -> None:
@@ -14,6 +17,7 @@ def test_top_level_exports() -> None:
             "CallRecord",
             "Dispatcher",
             "Expect",
+            "InvalidCallError",
             "JsonlTrace",
             "Ledger",
             "Message",
@@ -48,10 +52,26 @@ def test_top_level_exports() -> None:
         assert hasattr(tooluse, name), name
 
 
-def test_subpackage_exports_resolve() -> None:
-    for module in (tooluse.models, tooluse.tools):
-        for name in module.__all__:
-            assert hasattr(module, name), f"{module.__name__}.{name}"
-    assert {"Model", "ModelRequest", "ModelResponse", "ScriptedModel"} <= set(
+def _public_modules() -> list[str]:
+    """``tooluse`` and every module under it whose dotted name has no underscore part."""
+    names = [info.name for info in pkgutil.walk_packages(tooluse.__path__, "tooluse.")]
+    public = [n for n in names if not any(part.startswith("_") for part in n.split("."))]
+    return ["tooluse", *sorted(public)]
+
+
+def test_every_public_module_exports_what_it_lists() -> None:
+    for name in _public_modules():
+        module = importlib.import_module(name)
+        exported = getattr(module, "__all__", None)
+        assert exported is not None, f"{name} has no __all__"
+        assert len(set(exported)) == len(exported), f"{name}.__all__ repeats a name"
+        for attr in exported:
+            assert hasattr(module, attr), f"{name}.{attr}"
+
+
+def test_subpackages_export_their_core_names() -> None:
+    assert {"Model", "ModelRequest", "ModelResponse", "ScriptedModel", "LocalModel"} <= set(
         tooluse.models.__all__
     )
+    # The README puts a budget on the window with ContextPolicy; users import it from here.
+    assert {"ContextPolicy", "ContextStore"} <= set(tooluse.context.__all__)

@@ -3,6 +3,7 @@
 from ._agent import Agent
 from ._dispatch import Dispatcher, Ledger
 from ._exceptions import (
+    InvalidCallError,
     ModelAuthError,
     ModelBadRequestError,
     ModelConnectionError,
@@ -29,6 +30,7 @@ __all__ = [
     "CallRecord",
     "Dispatcher",
     "Expect",
+    "InvalidCallError",
     "JsonlTrace",
     "Ledger",
     "Message",

@@ -1,28 +1,47 @@
 """Exceptions raised by tooluse.
 
 Three families are kept apart: errors meant for the developer (usage mistakes),
-errors from a model backend, and signals meant for the model (a tool asking the
-model to try again). A failed *run* is not an exception: it is a `RunResult`
-whose status says what happened.
+errors from the machinery (a model backend, the sandbox), and errors meant for
+the model (a call it wrote that cannot be used, a tool asking it to try again).
+A failed *run* is not an exception: it is a `RunResult` whose status says what
+happened. Every class below is importable from ``tooluse`` or from the
+subpackage named beside it.
 
     ToolUseError
     ├── UsageError                 the library was called wrongly
-    │   └── ToolDefinitionError    a tool cannot be turned into a schema
-    └── ModelError                 a model backend failed
-        ├── ModelAuthError         credentials missing or refused (not retried)
-        ├── ModelBadRequestError   the request was rejected as invalid (not retried)
-        ├── ModelRateLimitError    429 after all retries
-        ├── ModelTimeoutError      no answer in time after all retries
-        ├── ModelConnectionError   the server could not be reached after all retries
-        ├── ModelServerError       5xx after all retries
-        └── ModelResponseError     the backend answered with a malformed body
+    │   ├── ToolDefinitionError    a tool cannot be turned into a schema
+    │   ├── GrammarError           llguidance refused a grammar (tooluse.decoding)
+    │   ├── ItemIdConflictError    an item id already names other text (tooluse.context)
+    │   └── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
+    ├── ModelError                 a model backend failed
+    │   ├── ModelAuthError         credentials missing or refused (not retried)
+    │   ├── ModelBadRequestError   the request was rejected as invalid (not retried)
+    │   ├── ModelRateLimitError    429 after all retries
+    │   ├── ModelTimeoutError      no answer in time after all retries
+    │   ├── ModelConnectionError   the server could not be reached after all retries
+    │   ├── ModelServerError       5xx after all retries
+    │   └── ModelResponseError     the backend answered with a malformed body
+    ├── SandboxError               the sandbox engine failed (tooluse.sandbox)
+    │   └── SandboxUnavailable     isolation="required", and no isolated sandbox can start
+    └── InvalidCallError           a call as the model wrote it cannot be used
+        ├── ArgumentsError         its arguments are not a JSON object (tooluse.tools)
+        └── CallSyntaxError        text does not read as calls (tooluse.conventions)
+
+Outside the tree, on purpose, because they are signals rather than failures:
 
     ModelRetry                     raised by tool code: the message goes to the model
+    tools.ToolError                raised inside a sandboxed script when a call fails
+                                   on the host; it never reaches the host
+    SandboxWarning                 a RuntimeWarning: scripts run without isolation
+
+`GrammarError`, `ArgumentsError` and `CallSyntaxError` are also `ValueError`s, as
+they were before they joined the tree.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "InvalidCallError",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelConnectionError",
@@ -91,6 +110,14 @@ class ModelServerError(ModelError):
 
 class ModelResponseError(ModelError):
     """The backend answered, but the body was not a usable response."""
+
+
+class InvalidCallError(ToolUseError):
+    """A tool call as the model wrote it cannot be used.
+
+    The message is written for the model: the runtime sends it back as the
+    call's error so that the model can correct the call.
+    """
 
 
 class ModelRetry(Exception):

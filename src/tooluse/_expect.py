@@ -7,15 +7,19 @@ then ends with status ``truncated`` and a message naming what is missing.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._exceptions import UsageError
 from ._records import CallRecord
 
-__all__ = ["Expect", "check_expectations"]
+if TYPE_CHECKING:
+    from .tools import Toolbox
+
+__all__ = ["Expect", "check_expectations", "check_tools"]
 
 _SHOW_MISSING = 10
 
@@ -55,6 +59,32 @@ class Expect:
         if self.calls is not None and self.calls < 0:
             raise UsageError("Expect(calls=...) must be zero or more")
 
+    def check_tools(self, tools: Toolbox) -> None:
+        """Raise `UsageError` if no call to `tools` could meet this expectation.
+
+        A misspelt tool or argument would otherwise pass unnoticed, and the run
+        would end ``truncated`` over values that no call could ever cover.
+        """
+        if self.tool is not None and self.tool not in tools:
+            raise UsageError(
+                f"Expect(tool={self.tool!r}) names no tool in the toolbox"
+                f"{_did_you_mean(self.tool, tools.names)}; have: {', '.join(tools.names)}"
+            )
+        if self.argument is None:
+            return
+        named = [t for t in tools if self.tool is None or t.name == self.tool]
+        if not any(
+            self.argument in t.parameters.get("properties", {})
+            or t.parameters.get("additionalProperties")
+            for t in named
+        ):
+            known = sorted({p for t in named for p in t.parameters.get("properties", {})})
+            where = f"{self.tool} has no parameter" if self.tool else "no tool has a parameter"
+            raise UsageError(
+                f"Expect(argument={self.argument!r}): {where} {self.argument!r}"
+                f"{_did_you_mean(self.argument, known)}; have: {', '.join(known)}"
+            )
+
     def shortfall(self, calls: Sequence[CallRecord]) -> str | None:
         """A sentence naming what is missing, or None when the expectation is met."""
         done = [c for c in calls if c.ok and (self.tool is None or c.name == self.tool)]
@@ -77,6 +107,17 @@ class Expect:
                     f"were never covered by {what}: {shown}{more}"
                 )
         return "; ".join(problems) or None
+
+
+def _did_you_mean(name: str, names: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_tools(expect: Sequence[Expect], tools: Toolbox) -> None:
+    """Refuse, before a run starts, any expectation that no call to `tools` could meet."""
+    for expectation in expect:
+        expectation.check_tools(tools)
 
 
 def check_expectations(expect: Sequence[Expect], calls: Sequence[CallRecord]) -> str | None:

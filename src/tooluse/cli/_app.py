@@ -16,7 +16,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 
-from .. import Agent, Toolbox, ToolUseError, UsageError
+from .. import Agent, JsonlTrace, Toolbox, ToolUseError, UsageError
+from .._trace import EventSink
 from ..models._spec import resolve_model
 from ..tools import Tool
 from ._bench import bench_app
@@ -51,6 +52,10 @@ def load_toolbox(target: str) -> Toolbox:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:
+        # The module is the user's code: a syntax error or anything its top level
+        # raises is a mistake in what --tools names, not a failure of tooluse.
+        raise UsageError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
     try:
         value: Any = getattr(module, attr)
     except AttributeError:
@@ -97,6 +102,30 @@ def _render_event(event: dict[str, Any]) -> None:
             err.print(escape(shown))
     elif kind == "feedback":
         err.print(f"[magenta]↺ feedback[/]: {escape(event['text'])}")
+
+
+def _open_trace(path: Path) -> JsonlTrace:
+    # Opened here rather than by the agent so that a path that cannot be written
+    # is refused before the run starts, as one line naming the path.
+    try:
+        return JsonlTrace(path)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.filename is not None and str(exc.filename) != str(path):
+            reason = f"{reason}: {exc.filename}"  # the parent the directory could not be made in
+        raise UsageError(f"cannot write the trace to {path}: {reason}") from exc
+
+
+def _fan_out(*sinks: EventSink | None) -> EventSink | None:
+    live = [sink for sink in sinks if sink is not None]
+    if not live:
+        return None
+
+    def emit(event: dict[str, Any]) -> None:
+        for sink in live:
+            sink(event)
+
+    return emit
 
 
 @app.command()
@@ -148,6 +177,8 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     """Run TASK with an agent and print its answer."""
     toolbox = load_toolbox(tools)
     backend = resolve_model(model, base_url=base_url)
+    render = None if as_json else _render_event
+    writer = _open_trace(trace) if trace is not None else None
     agent = Agent(
         backend,
         toolbox,
@@ -156,11 +187,14 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         tool_choice=tool_choice,
         parallel_tool_calls=parallel_calls,
         system_prompt=system,
-        trace=trace,
-        on_event=None if as_json else _render_event,
+        on_event=_fan_out(writer, render),
     )
-    with agent:
-        result = agent.run(task)
+    try:
+        with agent:
+            result = agent.run(task)
+    finally:
+        if writer is not None:
+            writer.close()
     if as_json:
         out.print_json(json.dumps(result.to_dict(), default=str))
     else:
@@ -202,15 +236,29 @@ def tools_show(
     sys.stdout.write(json.dumps(rendered, indent=2, ensure_ascii=False) + "\n")
 
 
+def _hide_flag_types(command: Any, parent: typer.Context | None = None) -> None:
+    # typer labels every flag, --help included, with the type <bool>, which reads
+    # as if `--json true` were the way to pass it; a flag takes no value.
+    ctx = typer.Context(command, parent=parent, info_name=command.name)
+    for param in command.get_params(ctx):
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _hide_flag_types(sub, ctx)
+
+
 def main() -> None:
     """Entry point: library errors become one clear line and exit code 2.
 
     Set TOOLUSE_DEBUG=1 to see the traceback instead.
     """
+    command = typer.main.get_command(app)
+    _hide_flag_types(command)
     try:
-        app()
+        command()
     except ToolUseError as exc:
         if os.environ.get("TOOLUSE_DEBUG"):
             raise
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        # soft_wrap: the message stays one line, however narrow the terminal.
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         sys.exit(2)

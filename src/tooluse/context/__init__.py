@@ -1,8 +1,10 @@
-"""Context management: the durable context store.
+"""Context management: the window's budget and the durable context store.
 
-`ContextStore` keeps material moved out of an agent's window and finds it again
-by full-text search. The buffer simulation and the runtime experiment that
-measure eviction policies are evaluation: `tooluse.eval.sim`.
+`ContextPolicy` puts a hard token budget on what an agent's model sees
+(``Agent(..., context=ContextPolicy(budget=12_000))``). `ContextStore` keeps
+material moved out of the window and finds it again by full-text search. The
+buffer simulation and the runtime experiment that measure eviction policies are
+evaluation: `tooluse.eval.sim`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from tooluse.context._store import (
     Synchronous,
     fts_query,
 )
+from tooluse.context._window import ContextPolicy
 
 __all__ = [
+    "ContextPolicy",
     "ContextStore",
     "Hit",
     "ItemIdConflictError",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .._exceptions import UsageError
 from ._grammars import Grammar
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ __all__ = ["GrammarCompiler", "GrammarError", "TokenMask"]
 logger = logging.getLogger("tooluse.decoding")
 
 
-class GrammarError(ValueError):
+class GrammarError(UsageError, ValueError):
     """llguidance refused a grammar; the message is its own."""
 
 
