@@ -34,7 +34,8 @@ def list_models() -> None:
         rows.append((model.name, f"{model.size / 1e6:,.0f} MB", state, where))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for *padded, last in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(padded, widths, strict=True)), last)
+        cells = [cell.ljust(width) for cell, width in zip(padded, widths, strict=True)]
+        print("  ".join([*cells, last]))
 
 
 @models_app.command("pull")

