@@ -289,6 +289,22 @@ def test_a_file_changed_in_place_after_a_pull_is_refused(
     assert "tooluse models pull fake" in str(info.value)
 
 
+def test_a_change_within_one_mtime_tick_of_the_verification_is_still_caught(
+    tmp_path: Path, offline_index: Path
+) -> None:
+    pieces = [random_bytes(8_000, seed=3)]
+    registry = fake_registry(offline_index, tmp_path / "cache", pieces)
+    path = registry.pull("fake")
+    registry.locate("fake")
+    before = path.stat()
+    with path.open("r+b") as file:
+        file.write(b"\x00" if pieces[0][0] else b"\x01")
+    # A file system with coarse timestamps can give the change the same mtime.
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(ModelFileError, match="expected sha256"):
+        registry.locate("fake")
+
+
 def test_an_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError, match=re.escape("qwen2.5-coder-1.5b")):
         Registry(cache=tmp_path).locate("qwen-9000")
