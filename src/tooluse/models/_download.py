@@ -103,9 +103,9 @@ def download(
 
     An attempt that is cut off, times out or meets a 5xx or 429 is retried with
     an HTTP Range request for the bytes still missing (from the start when the
-    server ignores Range); after `retries` attempts in a row that add nothing,
-    `ModelDownloadError` is raised and the ``.partial`` file is kept, so that
-    running the same pull again resumes it. A 4xx answer or a refused
+    server ignores Range). Once an attempt and the `retries` after it have all
+    added nothing, `ModelDownloadError` is raised and the ``.partial`` file is
+    kept, so that running the same pull again resumes it. A 4xx answer or a refused
     connection fails at once. The finished file is checked as `write_verified`
     checks it.
     """

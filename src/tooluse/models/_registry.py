@@ -177,8 +177,8 @@ class Registry:
     def locate(self, name: str) -> Path:
         """The model's file, checked; raises `ModelFileError` saying how to fix it if it is not.
 
-        The size is checked every time; the hash whenever the file changed
-        since it was last verified (or was never verified).
+        The size is checked every time; the hash too, unless the file is
+        unchanged since a verification that began well after its last change.
         """
         model = self[name]
         path = self._present(name)
