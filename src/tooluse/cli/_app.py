@@ -21,6 +21,7 @@ from .._trace import EventSink
 from ..models._spec import resolve_model
 from ..tools import Tool
 from ._bench import bench_app
+from ._models import models_app
 from ._sim import sim_app
 
 app = typer.Typer(
@@ -34,6 +35,7 @@ tools_app = typer.Typer(help="Inspect toolboxes.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 app.add_typer(sim_app, name="sim")
 app.add_typer(bench_app, name="bench")
+app.add_typer(models_app, name="models")
 
 out = Console()
 err = Console(stderr=True)

@@ -11,7 +11,8 @@ from ._scripted import ScriptedModel
 __all__ = ["resolve_model"]
 
 SPECS = (
-    "local (the embedded SmolLM2), local:FILE.gguf, local-unconstrained[:FILE.gguf], "
+    "local (the embedded SmolLM2), local:NAME (see tooluse models list), local:FILE.gguf, "
+    "local-unconstrained[:NAME|:FILE.gguf], "
     "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server), "
     "anthropic:MODEL"
 )
@@ -22,8 +23,14 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
     kind, _, rest = spec.partition(":")
     if kind in ("local", "local-unconstrained"):
         from ._local import LocalModel
+        from ._registry import Registry
 
-        return LocalModel(rest or None, constrained=kind == "local")
+        registry = Registry()
+        if rest and rest not in registry and not Path(rest).is_file():
+            names = ", ".join(registry.models)
+            raise UsageError(f"no such model file: {rest} (nor a model name: {names})")
+        path = str(registry.locate(rest)) if rest in registry else rest or None
+        return LocalModel(path, constrained=kind == "local")
     if kind == "scripted":
         if not rest:
             raise UsageError("scripted needs a file: --model scripted:FILE.jsonl")
