@@ -20,6 +20,7 @@ COMMANDS = [
     ["sim", "runtime"],
 ]
 COMMANDS += [["bench"], *(["bench", s] for s in ("bfcl", "fanout", "chain", "rot", "costmodel"))]
+COMMANDS += [["models"], *(["models", s] for s in ("list", "pull", "path", "verify"))]
 
 
 def help_text(args: list[str]) -> str:

@@ -15,6 +15,7 @@ def test_top_level_exports() -> None:
         [
             "Agent",
             "CallRecord",
+            "DirectRun",
             "Dispatcher",
             "Expect",
             "InvalidCallError",

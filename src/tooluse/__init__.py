@@ -1,7 +1,7 @@
 """tooluse: a runtime for language-model agents that call tools."""
 
 from ._agent import Agent
-from ._dispatch import Dispatcher, Ledger
+from ._dispatch import DirectRun, Dispatcher, Ledger
 from ._exceptions import (
     InvalidCallError,
     ModelAuthError,
@@ -28,6 +28,7 @@ from .tools import Tool, Toolbox, tool
 __all__ = [
     "Agent",
     "CallRecord",
+    "DirectRun",
     "Dispatcher",
     "Expect",
     "InvalidCallError",

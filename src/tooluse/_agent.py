@@ -12,7 +12,7 @@ from typing import Any
 
 from ._dispatch import Dispatcher
 from ._exceptions import ModelError, UsageError
-from ._expect import Expect, check_expectations
+from ._expect import Expect, check_expectations, check_tools
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._messages import Message
 from ._result import RunResult
@@ -229,6 +229,7 @@ class Agent:
             max_argument_bytes=self.config.max_argument_chars,
         )
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
+        check_tools(expectations, self.tools)
         run = _Run(
             self,
             sinks=sinks,

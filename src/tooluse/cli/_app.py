@@ -211,6 +211,8 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         else:
             err.print(Panel(escape(result.error or "no answer"), title="no answer", style="red"))
         err.print(f"[dim]{footer}[/]")
+    if result.status == "cancelled":
+        raise typer.Exit(130)  # what a shell reports for a command stopped by Ctrl-C
     if result.status != "completed":
         raise typer.Exit(1)
 

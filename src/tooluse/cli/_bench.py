@@ -191,8 +191,8 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
         str | None,
         typer.Option(
             "--categories",
-            help="BFCL categories, or all, single_turn, multi_turn, paper (the seeded "
-            "309-entry subset).",
+            help="BFCL categories, or all, single_turn, multi_turn, paper (the 309-entry "
+            "proportional subset of Patel et al. 2026, drawn with --seed).",
         ),
     ] = None,
     limit: LimitOption = None,

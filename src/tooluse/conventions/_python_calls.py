@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._exceptions import InvalidCallError
 from ._scan import PYTHON, closing_bracket
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-class CallSyntaxError(ValueError):
+class CallSyntaxError(InvalidCallError, ValueError):
     """Text that should hold tool calls does not read as calls.
 
     `line` and `column` are 1-based, in characters, within the text given

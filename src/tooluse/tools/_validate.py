@@ -20,6 +20,7 @@ import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import ValidationError
 
+from .._exceptions import InvalidCallError
 from ._schema import JsonSchema
 
 __all__ = ["ArgumentChecker", "ArgumentsError", "ParsedArguments", "parse_arguments"]
@@ -31,7 +32,7 @@ _SNIPPET = 30
 _MAX_DEPTH = 64
 
 
-class ArgumentsError(ValueError):
+class ArgumentsError(InvalidCallError, ValueError):
     """The arguments cannot be used; the message is written for the model."""
 
 
