@@ -12,7 +12,9 @@ subpackage named beside it.
     │   ├── ToolDefinitionError    a tool cannot be turned into a schema
     │   ├── GrammarError           llguidance refused a grammar (tooluse.decoding)
     │   ├── ItemIdConflictError    an item id already names other text (tooluse.context)
-    │   └── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
+    │   ├── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
+    │   └── ModelFileError         a local model file is missing or fails its hash (tooluse.models)
+    │       └── ModelDownloadError a model could not be downloaded (tooluse.models)
     ├── ModelError                 a model backend failed
     │   ├── ModelAuthError         credentials missing or refused (not retried)
     │   ├── ModelBadRequestError   the request was rejected as invalid (not retried)

@@ -77,6 +77,7 @@ def db_path(tmp_path: Path) -> Path:
 
 def test_public_names_are_exported() -> None:
     assert set(tooluse.context.__all__) == {
+        "ContextPolicy",
         "ContextStore",
         "Hit",
         "ItemIdConflictError",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._base import Model, ModelRequest, ModelResponse, ReplyFormat, ToolChoice
+from ._download import ModelDownloadError, ModelFileError
 from ._scripted import ScriptedModel
 from ._spec import resolve_model
 
@@ -17,6 +18,8 @@ __all__ = [
     "AnthropicChat",
     "LocalModel",
     "Model",
+    "ModelDownloadError",
+    "ModelFileError",
     "ModelRequest",
     "ModelResponse",
     "OpenAIChat",
