@@ -42,7 +42,7 @@ def imported_parts(path: Path) -> set[str]:
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
                 module = node.module.split(".") if node.module else []
-                targets = [base + module] if module else [base + [a.name] for a in node.names]
+                targets = [base + module] if module else [[*base, a.name] for a in node.names]
             elif node.module and node.module.split(".")[0] == "tooluse":
                 targets = [node.module.split(".")[1:]]
         elif isinstance(node, ast.Import):
