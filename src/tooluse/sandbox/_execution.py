@@ -458,8 +458,11 @@ class Execution:
             )
         signum = exit_.get("signal")
         cpu = float(exit_.get("cpu") or 0.0)
-        # rusage and the rlimit tick count CPU time slightly differently: allow some slack.
-        if signum in (signal.SIGKILL, signal.SIGXCPU) and cpu >= 0.8 * self._limits.cpu_seconds:
+        # The kernel enforces RLIMIT_CPU on its own running-time count, while rusage is
+        # sampled; on a loaded virtual machine they have been seen more than 20% apart.
+        # Nothing else here kills a script that has used half its CPU time: a stop the
+        # host asked for is a timeout, and memory and processes fail inside the script.
+        if signum in (signal.SIGKILL, signal.SIGXCPU) and cpu >= 0.5 * self._limits.cpu_seconds:
             return (
                 "killed",
                 f"CPU time limit exceeded ({_seconds(self._limits.cpu_seconds)} of CPU time)",
