@@ -23,7 +23,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # when the call has started, and prints what `run` returned.
 HOST = textwrap.dedent(
     """
-    import json, sys, threading
+    import json, signal, sys, threading
+    # Ctrl-C as a terminal sends it: a shell that started this test in the background
+    # (CI, nohup) may have left SIGINT ignored, and Python then keeps ignoring it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from tooluse import Agent, tool
     from tooluse.models import ScriptedModel
 
