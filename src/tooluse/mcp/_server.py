@@ -168,7 +168,7 @@ class ToolServer:
     ) -> None:
         """Serve streamable HTTP until cancelled; port 0 takes a free one.
 
-        ``ready`` is called with the endpoint's URL once the port is taken.
+        ``ready`` is called with the endpoint's URL once connections to it are taken.
         """
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
@@ -178,6 +178,9 @@ class ToolServer:
         except OSError as exc:
             listener.close()
             raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
+        # Listening before uvicorn starts: a client that connects as soon as it hears
+        # the URL waits in the backlog instead of being refused.
+        listener.listen(128)
         bound = listener.getsockname()[1]
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         config = uvicorn.Config(self.http_app(host=host), log_level="warning", lifespan="on")
