@@ -1,19 +1,18 @@
 """Our MCP server, seen from clients nobody here wrote: the official SDK's `Client`.
 
-Each test serves a toolbox on a real loopback HTTP port (or over stdio, from the
-`tooluse` command) and talks to it with `mcp.Client`.
+Each test serves a toolbox on a free loopback HTTP port (`ToolServer.serving_http`),
+or over stdio from the `tooluse` command, and talks to it with `mcp.Client`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,23 +86,6 @@ def make_toolbox(ran: list[str]) -> Toolbox:
     return Toolbox([get_exchange_rate, quote, fail, chart, slow_count])
 
 
-@contextlib.asynccontextmanager
-async def serving(server: ToolServer) -> AsyncIterator[str]:
-    """``server`` on a free loopback port for the duration; its URL."""
-    loop = asyncio.get_running_loop()
-    announced: asyncio.Future[str] = loop.create_future()
-    task = asyncio.create_task(server.serve_http("127.0.0.1", 0, ready=announced.set_result))
-    done, _ = await asyncio.wait({task, announced}, timeout=60, return_when="FIRST_COMPLETED")
-    assert announced in done, task.exception() if task in done else "no URL after 60 s"
-    try:
-        yield announced.result()
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        server.close()
-
-
 @pytest.fixture
 def ran() -> list[str]:
     return []
@@ -115,12 +97,14 @@ def events() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def server(ran: list[str], events: list[dict[str, Any]]) -> ToolServer:
-    return ToolServer(make_toolbox(ran), name="rates", on_event=events.append)
+def server(ran: list[str], events: list[dict[str, Any]]) -> Iterator[ToolServer]:
+    served = ToolServer(make_toolbox(ran), name="rates", on_event=events.append)
+    yield served
+    served.close()
 
 
 async def test_each_input_schema_is_our_rendering(server: ToolServer) -> None:
-    async with serving(server) as url, Client(url) as client:
+    async with server.serving_http() as url, Client(url) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
 
     assert list(listed) == server.tools.names
@@ -136,7 +120,7 @@ async def test_each_input_schema_is_our_rendering(server: ToolServer) -> None:
 
 
 async def test_each_output_schema_comes_from_the_return_annotation(server: ToolServer) -> None:
-    async with serving(server) as url, Client(url) as client:
+    async with server.serving_http() as url, Client(url) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         rate = await client.call_tool("get_exchange_rate", {"base": "USD", "target": "EUR"})
         quoted = await client.call_tool("quote", {"base": "USD", "target": "EUR"})
@@ -161,7 +145,7 @@ async def test_each_output_schema_comes_from_the_return_annotation(server: ToolS
 async def test_a_failing_tool_is_an_error_result_and_the_server_carries_on(
     server: ToolServer, ran: list[str]
 ) -> None:
-    async with serving(server) as url, Client(url) as client:
+    async with server.serving_http() as url, Client(url) as client:
         failed = await client.call_tool("fail", {"reason": "the bank is closed"})
         after = await client.call_tool("get_exchange_rate", {"base": "USD", "target": "EUR"})
 
@@ -174,7 +158,7 @@ async def test_a_failing_tool_is_an_error_result_and_the_server_carries_on(
 async def test_the_dispatcher_refuses_bad_calls_before_the_tool_runs(
     server: ToolServer, ran: list[str]
 ) -> None:
-    async with serving(server) as url, Client(url) as client:
+    async with server.serving_http() as url, Client(url) as client:
         unknown = await client.call_tool("get_exchange_rates", {"base": "USD", "target": "EUR"})
         missing = await client.call_tool("get_exchange_rate", {"base": "USD"})
         wrong = await client.call_tool("slow_count", {"to": "three"})
@@ -191,7 +175,7 @@ async def test_the_dispatcher_refuses_bad_calls_before_the_tool_runs(
 async def test_every_call_is_recorded_as_in_an_agent_trace(
     server: ToolServer, events: list[dict[str, Any]]
 ) -> None:
-    async with serving(server) as url, Client(url) as client:
+    async with server.serving_http() as url, Client(url) as client:
         await client.call_tool("get_exchange_rate", {"base": "USD", "target": "EUR"})
         await client.call_tool("fail", {"reason": "closed"})
         await client.call_tool("nope", {})
@@ -208,7 +192,7 @@ async def test_every_call_is_recorded_as_in_an_agent_trace(
 
 
 async def test_content_tools_return_content_blocks(server: ToolServer) -> None:
-    async with serving(server) as url, Client(url) as client:
+    async with server.serving_http() as url, Client(url) as client:
         result = await client.call_tool("chart", {"title": "EUR/USD"})
 
     text, image, resource = result.content
@@ -233,7 +217,7 @@ async def test_a_tool_logs_and_reports_progress_to_the_client(server: ToolServer
         progress.append((done, total))
 
     async with (
-        serving(server) as url,
+        server.serving_http() as url,
         Client(url, logging_callback=on_log, log_level="debug") as client,
     ):
         result = await client.call_tool("slow_count", {"to": 3}, progress_callback=on_progress)
@@ -260,7 +244,10 @@ async def test_log_messages_below_the_level_the_client_set_are_not_sent(
         logs.append((params.level, params.data))
 
     # The handshake era, where a client sets one level for its connection.
-    async with serving(server) as url, Client(url, mode="legacy", logging_callback=on_log) as c:
+    async with (
+        server.serving_http() as url,
+        Client(url, mode="legacy", logging_callback=on_log) as c,
+    ):
         await c.set_logging_level("warning")
         await c.call_tool("slow_count", {"to": 2})
 

@@ -23,10 +23,11 @@ asks for the request it is answering with `current_request()`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import mcp_types as types
@@ -170,23 +171,41 @@ class ToolServer:
 
         ``ready`` is called with the endpoint's URL once connections to it are taken.
         """
+        http, listener, url = self._http(host, port)
+        if ready is not None:
+            ready(url)
+        await http.serve(sockets=[listener])
+
+    @contextlib.asynccontextmanager
+    async def serving_http(self, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+        """Serve streamable HTTP in the background for an ``async with`` block; its URL.
+
+        For tests, and for applications that run their own event loop.
+        """
+        http, listener, url = self._http(host, port)
+        task = asyncio.get_running_loop().create_task(http.serve(sockets=[listener]))
+        try:
+            yield url
+        finally:
+            http.should_exit = True  # closes the connections left open, then returns
+            await task
+
+    def _http(self, host: str, port: int) -> tuple[uvicorn.Server, socket.socket, str]:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((host, port))
+            # Listening before uvicorn starts: a client that connects as soon as it
+            # hears the URL waits in the backlog instead of being refused.
+            listener.listen(128)
         except OSError as exc:
             listener.close()
             raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
-        # Listening before uvicorn starts: a client that connects as soon as it hears
-        # the URL waits in the backlog instead of being refused.
-        listener.listen(128)
-        bound = listener.getsockname()[1]
         shown = f"[{host}]" if family == socket.AF_INET6 else host
+        url = f"http://{shown}:{listener.getsockname()[1]}/mcp"
         config = uvicorn.Config(self.http_app(host=host), log_level="warning", lifespan="on")
-        if ready is not None:
-            ready(f"http://{shown}:{bound}/mcp")
-        await uvicorn.Server(config).serve(sockets=[listener])
+        return uvicorn.Server(config), listener, url
 
     def close(self) -> None:
         """Stop the dispatcher's threads."""
