@@ -23,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -128,6 +129,8 @@ def throughput(which: str, transport: str, mode: str, calls: int, repeat: int) -
         url = server.stderr.readline().strip()
         if not url.startswith("http://"):
             raise SystemExit(f"the {which} server did not start: {url}")
+        # Drained, so that a server that logs never blocks on a full pipe.
+        threading.Thread(target=server.stderr.read, daemon=True).start()
         return asyncio.run(best(lambda: Client(url, mode=mode)))
     finally:
         server.terminate()
