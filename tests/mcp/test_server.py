@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -262,11 +263,13 @@ async def test_outside_an_mcp_call_there_is_no_request(ran: list[str]) -> None:
         await slow_count.function(to=1)
 
 
-def test_tooluse_mcp_serve_speaks_stdio_to_the_sdk_client() -> None:
+def test_tooluse_mcp_serve_speaks_stdio_and_traces_every_call(tmp_path: Path) -> None:
+    trace = tmp_path / "calls.jsonl"
+
     async def session() -> tuple[list[str], types.CallToolResult]:
         command = StdioServerParameters(
             command=str(TOOLUSE),
-            args=["mcp", "serve", "examples.seed_tools:toolbox"],
+            args=["mcp", "serve", "examples.seed_tools:toolbox", "--trace", str(trace)],
             env=ENV,
             cwd=str(ROOT),
         )
@@ -279,11 +282,34 @@ def test_tooluse_mcp_serve_speaks_stdio_to_the_sdk_client() -> None:
 
     assert names == toolbox.names
     assert called.structured_content == {"result": 14}
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [(e["event"], e["name"], e["result"]) for e in events] == [("call", "calculator", 14)]
+
+
+def test_tooluse_mcp_serve_says_when_the_port_is_taken() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = tooluse("mcp", "serve", "examples.seed_tools:toolbox", "--http", f"127.0.0.1:{port}")
+
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot serve on 127.0.0.1:{port}: "), line
 
 
 def test_tooluse_mcp_serve_refuses_an_address_it_cannot_read() -> None:
-    proc = subprocess.run(
-        [str(TOOLUSE), "mcp", "serve", "examples.seed_tools:toolbox", "--http", "localhost:eighty"],
+    proc = tooluse("mcp", "serve", "examples.seed_tools:toolbox", "--http", "localhost:eighty")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: --http takes HOST:PORT or PORT, e.g. 127.0.0.1:8000 (port 0: any free one); "
+        "got 'localhost:eighty'"
+    ]
+
+
+def tooluse(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TOOLUSE), *args],
         cwd=ROOT,
         env=ENV,
         capture_output=True,
@@ -291,11 +317,6 @@ def test_tooluse_mcp_serve_refuses_an_address_it_cannot_read() -> None:
         timeout=60,
         check=False,
     )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "error: --http takes HOST:PORT or PORT, e.g. 127.0.0.1:8000 (port 0: any free one); "
-        "got 'localhost:eighty'"
-    ]
 
 
 def test_a_bare_port_binds_loopback() -> None:
