@@ -42,10 +42,12 @@ def serve_command(
     toolbox = load_toolbox(target)
     writer = _open_trace(trace) if trace is not None else None
 
-    def ready(url: str) -> None:
+    def ready(where: str) -> None:
         # Printed on stderr: on stdio, stdout carries the protocol.
-        err.print(f"serving {len(toolbox)} tools at {escape(url)}", soft_wrap=True)
+        err.print(f"serving {len(toolbox)} tools at {escape(where)}", soft_wrap=True)
 
+    if http is None:
+        ready("stdin and stdout")
     try:
         serve(toolbox, http=http, name=name, on_event=writer, ready=ready)
     except KeyboardInterrupt:
