@@ -3,6 +3,7 @@
     tooluse mcp serve MODULE:ATTR                        stdio
     tooluse mcp serve MODULE:ATTR --http 127.0.0.1:8000  streamable HTTP, at /mcp
     tooluse.mcp.serve(toolbox)                           the same, from Python
+    async with ToolServer(toolbox).serving_http() as url  in the background, on a free port
 
 A client sees what a model sees from tooluse itself: each tool's input schema is its
 rendering for models (the parameters of `Toolbox.to_openai`), and its output schema
@@ -17,7 +18,16 @@ does in an agent run. A call it refuses or a tool that fails comes back as an
 carries on.
 
 A tool that wants to tell the client something while it runs (log lines, progress)
-asks for the request it is answering with `current_request()`.
+asks for the request it is answering::
+
+    @tool
+    async def index(paths: list[str]) -> int:
+        request = current_request()  # None when not called over MCP
+        for done, path in enumerate(paths, 1):
+            ...
+            if request is not None:
+                await request.progress(done, len(paths))
+        return len(paths)
 """
 
 from __future__ import annotations
