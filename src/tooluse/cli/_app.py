@@ -21,6 +21,7 @@ from .._trace import EventSink
 from ..models._spec import resolve_model
 from ..tools import Tool
 from ._bench import bench_app
+from ._mcp import mcp_app
 from ._models import models_app
 from ._sim import sim_app
 
@@ -36,6 +37,7 @@ app.add_typer(tools_app, name="tools")
 app.add_typer(sim_app, name="sim")
 app.add_typer(bench_app, name="bench")
 app.add_typer(models_app, name="models")
+app.add_typer(mcp_app, name="mcp")
 
 out = Console()
 err = Console(stderr=True)

@@ -1,0 +1,57 @@
+"""``tooluse mcp …``: a toolbox served to MCP clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+mcp_app = typer.Typer(help="Serve toolboxes over the Model Context Protocol.", no_args_is_help=True)
+err = Console(stderr=True)
+
+
+@mcp_app.command("serve")
+def serve_command(
+    target: Annotated[str, typer.Argument(help="Toolbox to serve, as MODULE:ATTR.")],
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; "
+            "a bare PORT binds 127.0.0.1, and port 0 takes a free one.",
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option(help="The server's name, as clients show it.")] = "tooluse",
+    trace: Annotated[
+        Path | None, typer.Option(help="Append a JSON Lines event for every call to this file.")
+    ] = None,
+) -> None:
+    """Serve TARGET's tools over stdio, or over HTTP with --http.
+
+    Every call is validated, run and recorded by the same dispatcher as in an agent run;
+    a call refused or failed is an error result the client's model can read.
+    """
+    # Imported here: the command module is imported by the app, which holds these.
+    from ..mcp import serve
+    from ._app import _open_trace, load_toolbox
+
+    toolbox = load_toolbox(target)
+    writer = _open_trace(trace) if trace is not None else None
+
+    def ready(where: str) -> None:
+        # Printed on stderr: on stdio, stdout carries the protocol.
+        err.print(f"serving {len(toolbox)} tools at {escape(where)}", soft_wrap=True)
+
+    if http is None:
+        ready("stdin and stdout")
+    try:
+        serve(toolbox, http=http, name=name, on_event=writer, ready=ready)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how an HTTP server is stopped
+    finally:
+        if writer is not None:
+            writer.close()
