@@ -1,6 +1,7 @@
 """An MCP server that misbehaves on request, for the client's tests.
 
-Run as ``python client_servers.py [--http] [--pid-file F] [--port-file F] [--fail-start]``.
+Run as ``python client_servers.py [--http] [--port-file F] [--port N] [--pid-file F]
+[--fail-start]``.
 Written on the SDK's low-level ``Server`` so that it can send what a well-made
 server never would: a malformed schema, an error result, 10 MB of text.
 
@@ -118,12 +119,14 @@ async def serve_stdio() -> None:
         await SERVER.run(read, write, SERVER.create_initialization_options())
 
 
-def serve_http(port_file: Path) -> None:
+def serve_http(port_file: Path, port: int) -> None:
     import uvicorn
 
     # The socket is bound before the port is told, so a test never races for it.
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # connections wait in the backlog until the server accepts them
     config = uvicorn.Config(SERVER.streamable_http_app(), log_level="warning")
     port_file.write_text(str(sock.getsockname()[1]))
     uvicorn.Server(config).run(sockets=[sock])
@@ -134,6 +137,7 @@ def main() -> None:
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--pid-file", type=Path)
     parser.add_argument("--port-file", type=Path)
+    parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--fail-start", action="store_true")
     args = parser.parse_args()
     if args.pid_file:
@@ -141,7 +145,7 @@ def main() -> None:
     if args.fail_start:
         sys.exit("cannot open the configuration file /nonexistent/config.toml")
     if args.http:
-        serve_http(args.port_file)
+        serve_http(args.port_file, args.port)
     else:
         anyio.run(serve_stdio)
 

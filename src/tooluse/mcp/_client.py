@@ -38,7 +38,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from .._exceptions import ToolDefinitionError, UsageError
 from ..tools import Tool, Toolbox
-from ._client_errors import MCPCallError, MCPConnectionError, MCPError, MCPStartError
+from ._client_errors import MCPCallError, MCPConnectionError, MCPStartError
 from ._client_tools import build_tool
 
 __all__ = ["MCPClient", "combine"]
@@ -249,14 +249,25 @@ class _Runtime:
             return connection
 
     def start_error(self, exc: BaseException) -> MCPStartError:
-        if isinstance(exc, OSError):
-            reason = f"cannot run it: {exc.strerror or exc}"
+        if isinstance(exc, OSError) and not isinstance(self.target, str):
+            reason = f"did not start: cannot run it: {exc.strerror or exc}"
         elif isinstance(exc, ProtocolError) and exc.code == CONNECTION_CLOSED:
-            reason = "it closed the connection before the handshake ended"
+            reason = "closed the connection before the handshake ended"
+        elif isinstance(self.target, str):
+            reason = f"cannot be reached: {type(exc).__name__}: {exc}"
         else:
-            reason = f"{type(exc).__name__}: {exc}"
-        return MCPStartError(
-            f"the MCP server {self.label} did not start: {reason}{self.stderr_tail()}"
+            reason = f"did not start: {type(exc).__name__}: {exc}"
+        return MCPStartError(f"the MCP server {self.label} {reason}{self.stderr_tail()}")
+
+    def lost_error(self, what: str, exc: BaseException | None = None) -> MCPConnectionError:
+        cause = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        then = (
+            "the next call connects again"
+            if isinstance(self.target, str)
+            else "it exited or crashed, and the next call starts it again"
+        )
+        return MCPConnectionError(
+            f"the MCP server {self.label} {what}{cause}; {then}{self.stderr_tail()}"
         )
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -266,24 +277,21 @@ class _Runtime:
         except ProtocolError as exc:
             if exc.code == CONNECTION_CLOSED or connection.lost:
                 connection.mark_lost()
-                raise MCPConnectionError(
-                    f"the MCP server {self.label} closed the connection during the call; "
-                    f"it exited or crashed, and is started again for the next call"
-                    f"{self.stderr_tail()}"
-                ) from exc
+                raise self.lost_error("closed the connection during the call") from exc
+            again = ""
+            if isinstance(self.target, str):
+                # Over HTTP a restarted server no longer knows the session and refuses
+                # every call in it; a fresh session costs one handshake.
+                connection.mark_lost()
+                again = "; the next call opens a new session"
             raise MCPCallError(
-                f"the MCP server answered with an error: {exc.message} (code {exc.code})"
+                f"the MCP server answered with an error: {exc.message} (code {exc.code}){again}"
             ) from exc
-        except (MCPError, asyncio.CancelledError):
-            raise
         except Exception as exc:
             leaf = _leaf(exc)
             if connection.lost or isinstance(leaf, OSError):
                 connection.mark_lost()
-                raise MCPConnectionError(
-                    f"the connection to the MCP server {self.label} failed during the call: "
-                    f"{type(leaf).__name__}: {leaf}{self.stderr_tail()}"
-                ) from exc
+                raise self.lost_error("could not be reached during the call", leaf) from exc
             raise MCPCallError(f"{type(leaf).__name__}: {leaf}") from exc
 
     async def disconnect(self) -> None:
