@@ -175,3 +175,29 @@ def test_a_client_left_open_is_closed_when_collected(tmp_path: Path) -> None:
     del client
     gc.collect()
     wait_for(lambda: not alive(pid), "the server of a collected client to stop")
+
+
+async def test_on_the_callers_loop_a_hang_times_out_and_a_death_is_reported(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    async with MCPClient.stdio(misbehaving("--pid-file", str(pid_file)), timeout=1) as client:
+        agent = Agent(
+            ScriptedModel(
+                [
+                    call("hang"),
+                    call("die", "c2"),
+                    call("echo", "c3", text="back"),
+                    {"content": "ok"},
+                ]
+            ),
+            client.toolbox(),
+        )
+        async with agent:
+            result = await agent.arun("task")
+    assert result.status == "completed"
+    hung, died, echoed = result.calls
+    assert hung.error == "hang timed out after 1 s"
+    assert died.error is not None and "dying on purpose" in died.error
+    assert echoed.result == "back"
+    assert not alive(int(pid_file.read_text()))

@@ -171,9 +171,18 @@ class _Connection:
 
 
 class _Runtime:
-    """The client's state on its own event loop thread; what the finalizer closes."""
+    """The client's state, on the event loop its session lives on; what the finalizer closes.
 
-    def __init__(self, target: StdioServerParameters | str, connect_timeout: float) -> None:
+    That loop is the caller's for a client opened with ``async with`` (its calls need
+    no hop between threads), else one of the client's own, on a daemon thread.
+    """
+
+    def __init__(
+        self,
+        target: StdioServerParameters | str,
+        connect_timeout: float,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.target = target
         self.label = (
             f"at {target}"
@@ -182,9 +191,13 @@ class _Runtime:
         )
         self.connect_timeout = connect_timeout
         self.connection: _Connection | None = None
-        self.loop = asyncio.new_event_loop()
         self._lock: asyncio.Lock | None = None
         self._stderr: IO[str] | None = None
+        self._thread: threading.Thread | None = None
+        if loop is not None:
+            self.loop = loop
+            return
+        self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._run, name=f"tooluse-mcp {self.label[:40]}", daemon=True
         )
@@ -270,8 +283,52 @@ class _Runtime:
             f"the MCP server {self.label} {what}{cause}; {then}{self.stderr_tail()}"
         )
 
+    def hop(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Future[_T]:
+        """Run `coro` on the client's loop, as a future of the calling loop.
+
+        Cancelling the future cancels the task on the client's loop. Leaner than
+        ``run_coroutine_threadsafe`` with ``wrap_future``: no third future between.
+        """
+        caller = asyncio.get_running_loop()
+        outcome: asyncio.Future[_T] = caller.create_future()
+        started: list[asyncio.Task[_T]] = []
+
+        def settle(task: asyncio.Task[_T]) -> None:
+            if outcome.done():
+                return
+            if task.cancelled():
+                outcome.cancel()
+            elif (error := task.exception()) is not None:
+                outcome.set_exception(error)
+            else:
+                outcome.set_result(task.result())
+
+        def start() -> None:
+            task = self.loop.create_task(coro)
+            started.append(task)
+            task.add_done_callback(lambda t: caller.call_soon_threadsafe(settle, t))
+
+        def cancel() -> None:
+            started[0].cancel()  # `start` ran before: the client's loop runs them in order
+
+        def cancel_there(future: asyncio.Future[_T]) -> None:
+            if future.cancelled():
+                with suppress(RuntimeError):  # the loop is closed: nothing runs there
+                    self.loop.call_soon_threadsafe(cancel)
+
+        try:
+            self.loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop is closed
+            coro.close()
+            raise MCPConnectionError(
+                f"the client of the MCP server {self.label} was closed"
+            ) from None
+        outcome.add_done_callback(cancel_there)
+        return outcome
+
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        connection = await self.connect()
+        current = self.connection
+        connection = current if current is not None and not current.lost else await self.connect()
         try:
             return await connection.client.call_tool(name, arguments)
         except ProtocolError as exc:
@@ -301,23 +358,44 @@ class _Runtime:
 
     # -- from any other thread -------------------------------------------------
 
+    def release(self) -> None:
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
     def close(self) -> None:
-        """End the connection (its server process with it) and the loop's thread."""
+        """End the connection (its server process with it) and the loop's thread.
+
+        From any thread; on the client's own loop (a client of the caller's loop
+        collected there) the ending is scheduled, not waited for.
+        """
         if self.loop.is_closed():
+            self.release()  # the loop's end cancelled the session's task, which stopped the server
             return
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("an MCPClient cannot be closed from its own event loop")
-        if self._thread.is_alive():
+        thread = self._thread
+        if thread is None or threading.current_thread() is thread:
+            with suppress(RuntimeError):  # the loop is closing
+                if _running_loop() is self.loop:
+                    self.loop.create_task(self.disconnect())
+                else:
+                    self.submit(self.disconnect())
+            return
+        if thread.is_alive():
             # A server that cannot be stopped in time is abandoned, not waited for.
             with suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
                 self.submit(self.disconnect()).result(_CLOSE_WAIT_S)
             self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(_CLOSE_WAIT_S)
-        if not self._thread.is_alive():
+            thread.join(_CLOSE_WAIT_S)
+        if not thread.is_alive():
             self.loop.close()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
+        self.release()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class MCPClient:
@@ -419,14 +497,14 @@ class MCPClient:
         return self
 
     async def aopen(self) -> Self:
-        """`open`, for async code: the event loop is not blocked while the server starts."""
+        """`open`, for async code: the session lives on the caller's event loop."""
         if self._runtime is not None:
             return self
-        runtime = _Runtime(self.server, self.connect_timeout)
+        runtime = _Runtime(self.server, self.connect_timeout, asyncio.get_running_loop())
         self._finalizer = weakref.finalize(self, runtime.close)
         self._runtime = runtime
         try:
-            connection = await asyncio.wrap_future(runtime.submit(runtime.connect()))
+            connection = await runtime.connect()
         except BaseException:
             await self.aclose()
             raise
@@ -435,6 +513,8 @@ class MCPClient:
 
     def close(self) -> None:
         """Stop the server (for stdio) and the client's thread. Safe to call twice."""
+        if self._runtime is not None and self._runtime.loop is _running_loop():
+            raise UsageError("an MCPClient opened in async code is closed with aclose()")
         finalizer, self._finalizer = self._finalizer, None
         self._runtime = None
         if finalizer is not None:
@@ -442,6 +522,15 @@ class MCPClient:
 
     async def aclose(self) -> None:
         """`close`, for async code."""
+        runtime = self._runtime
+        if runtime is not None and runtime.loop is asyncio.get_running_loop():
+            finalizer, self._finalizer = self._finalizer, None
+            self._runtime = None
+            if finalizer is not None:
+                finalizer.detach()
+            await runtime.disconnect()
+            runtime.release()
+            return
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:
@@ -529,9 +618,11 @@ class MCPClient:
         runtime = self._runtime
         if runtime is None:
             raise MCPConnectionError(f"{self!r} was closed; its tools cannot be called")
-        # Awaited through a future of this loop: cancelling it (the dispatcher's
-        # timeout) cancels the call on the client's loop, and the SDK tells the server.
-        return await asyncio.wrap_future(runtime.submit(runtime.call(name, arguments)))
+        if runtime.loop is asyncio.get_running_loop():
+            return await runtime.call(name, arguments)
+        # Cancelling this (the dispatcher's timeout does) cancels the call on the
+        # client's loop, and the SDK tells the server.
+        return await runtime.hop(runtime.call(name, arguments))
 
 
 def _prefix(name: str) -> str:
