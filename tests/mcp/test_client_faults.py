@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,15 @@ def test_a_server_that_exits_at_start_is_named_with_its_stderr(tmp_path: Path) -
     assert "closed the connection before the handshake ended" in message
     assert "cannot open the configuration file /nonexistent/config.toml" in message
     assert not alive(int(pid_file.read_text()))
+
+
+def test_a_server_that_never_answers_the_handshake_is_stopped(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    silent = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+    client = MCPClient.stdio([sys.executable, "-c", silent, str(pid_file)], connect_timeout=1)
+    with pytest.raises(MCPStartError, match="did not answer the handshake within 1 s"):
+        client.open()
+    wait_for(lambda: not alive(int(pid_file.read_text())), "the silent server to be stopped")
 
 
 def test_nothing_at_the_url_is_a_start_error() -> None:

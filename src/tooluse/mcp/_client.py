@@ -117,12 +117,13 @@ class _Connection:
         self.server_name = ""
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
 
     def mark_lost(self) -> None:
         self.lost = True
 
     async def open(self, timeout: float) -> None:
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ready = self._ready = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._hold(ready))
         try:
             await asyncio.wait_for(asyncio.shield(ready), timeout)
@@ -152,6 +153,9 @@ class _Connection:
                 await self._stop.wait()
         except BaseException as exc:
             self.lost = True
+            if isinstance(exc, asyncio.CancelledError):
+                ready.cancel()
+                raise
             if not ready.done():
                 ready.set_exception(exc)
             elif not isinstance(exc, Exception):
@@ -164,6 +168,8 @@ class _Connection:
         self.lost = True
         task = self._task
         if task is not None and not task.done():
+            if self._ready is not None and not self._ready.done():
+                task.cancel()  # still in the handshake: nothing to wait for
             try:
                 await asyncio.wait_for(asyncio.shield(task), _CLOSE_WAIT_S)
             except (TimeoutError, asyncio.CancelledError):
