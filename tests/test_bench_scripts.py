@@ -31,7 +31,16 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "script", ["decoding.py", "context.py", "loop_overhead.py", "sandbox.py", "costmodel.py"]
+    "script",
+    [
+        "decoding.py",
+        "context.py",
+        "loop_overhead.py",
+        "sandbox.py",
+        "costmodel.py",
+        "mcp_client.py",
+        "mcp_server.py",
+    ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:
     # --help parses after the module's imports, so a missing module fails here.

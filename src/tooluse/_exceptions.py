@@ -25,6 +25,10 @@ subpackage named beside it.
     │   └── ModelResponseError     the backend answered with a malformed body
     ├── SandboxError               the sandbox engine failed (tooluse.sandbox)
     │   └── SandboxUnavailable     isolation="required", and no isolated sandbox can start
+    ├── MCPError                   an MCP server could not be used (tooluse.mcp)
+    │   ├── MCPStartError          the server did not start, or did not finish the handshake
+    │   ├── MCPConnectionError     the connection was lost: the server exited or stopped answering
+    │   └── MCPCallError           the server answered a call with a protocol error
     └── InvalidCallError           a call as the model wrote it cannot be used
         ├── ArgumentsError         its arguments are not a JSON object (tooluse.tools)
         └── CallSyntaxError        text does not read as calls (tooluse.conventions)

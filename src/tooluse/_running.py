@@ -449,8 +449,14 @@ class Runner:
             error = running.exception()
             return (None, error) if error is not None else (running.result(), None)
         running.cancel()
-        self._abandoned.add(tool.name)
-        running.add_done_callback(self._async_abandoned_ended)
+        # One turn of the loop: a tool that stops when cancelled (most do) is not
+        # abandoned, and no warning says it still runs.
+        await asyncio.wait((running,), timeout=0)
+        if not running.done():
+            self._abandoned.add(tool.name)
+            running.add_done_callback(self._async_abandoned_ended)
+        elif not running.cancelled():
+            running.exception()  # retrieved: what a timed-out call did next is nobody's to log
         return None
 
     def _async_abandoned_ended(self, task: asyncio.Future[Any]) -> None:

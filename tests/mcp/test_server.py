@@ -20,9 +20,9 @@ from typing import Any
 import mcp_types as types
 import pydantic
 import pytest
+from mcp import Client, StdioServerParameters
 
 from examples.seed_tools import toolbox
-from mcp import Client, StdioServerParameters
 from tooluse import Toolbox, tool
 from tooluse.mcp import Image, Resource, ToolServer, current_request
 

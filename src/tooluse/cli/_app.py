@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shlex
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +25,9 @@ from ._bench import bench_app
 from ._mcp import mcp_app
 from ._models import models_app
 from ._sim import sim_app
+
+if TYPE_CHECKING:
+    from ..mcp import MCPClient
 
 app = typer.Typer(
     name="tooluse",
@@ -71,6 +75,54 @@ def load_toolbox(target: str) -> Toolbox:
     if isinstance(value, list | tuple):
         return Toolbox(value)
     raise UsageError(f"{target} is a {type(value).__name__}, not a toolbox, tool or list of tools")
+
+
+def open_servers(ctx: typer.Context, servers: list[str]) -> list[MCPClient]:
+    """Open each ``--mcp`` server (a URL, or a command) until the command ends.
+
+    Tools a server lists but that cannot be used are warned of.
+    """
+    if not servers:
+        return []
+    from ..mcp import MCPClient  # the mcp extra, needed only here
+
+    clients = []
+    for server in servers:
+        if server.startswith(("http://", "https://")):
+            client = MCPClient.http(server)
+        else:
+            argv = shlex.split(server)
+            if argv and argv[0] in ("python", "python3"):
+                argv[0] = sys.executable  # the Python tooluse runs on, with its packages
+            client = MCPClient.stdio(argv)
+        clients.append(ctx.with_resource(client))
+        for reason in client.refused.values():
+            err.print(
+                f"[yellow]warning:[/] MCP server {escape(server)}: {escape(reason)}; "
+                "the tool is left out",
+                soft_wrap=True,
+            )
+    return clients
+
+
+def gather_tools(ctx: typer.Context, target: str | None, servers: list[str]) -> Toolbox:
+    """The ``--tools`` toolbox and the ``--mcp`` servers' tools, as one toolbox."""
+    if target is None and not servers:
+        raise UsageError("give the tools: --tools MODULE:ATTR, --mcp CMD|URL, or both")
+    local = load_toolbox(target) if target is not None else Toolbox()
+    clients = open_servers(ctx, servers)
+    if not clients:
+        return local
+    from ..mcp import combine
+
+    return combine(local, *clients)
+
+
+_MCP_HELP = (
+    "An MCP server whose tools to add: a command to run (stdio) or an http(s) URL "
+    "(Streamable HTTP). Repeat for several; tools whose names clash get the server's "
+    "name in front."
+)
 
 
 class Format(StrEnum):
@@ -134,8 +186,12 @@ def _fan_out(*sinks: EventSink | None) -> EventSink | None:
 
 @app.command()
 def run(  # noqa: PLR0917 - typer maps parameters to options
+    ctx: typer.Context,
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
-    tools: Annotated[str, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")],
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")
+    ] = None,
+    mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
     model: Annotated[
         str,
         typer.Option(
@@ -179,7 +235,7 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     ] = False,
 ) -> None:
     """Run TASK with an agent and print its answer."""
-    toolbox = load_toolbox(tools)
+    toolbox = gather_tools(ctx, tools, mcp or [])
     backend = resolve_model(model, base_url=base_url)
     render = None if as_json else _render_event
     writer = _open_trace(trace) if trace is not None else None
@@ -221,13 +277,15 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
 
 @tools_app.command("show")
 def tools_show(
-    target: Annotated[str, typer.Argument(help="Toolbox as MODULE:ATTR.")],
+    ctx: typer.Context,
+    target: Annotated[str | None, typer.Argument(help="Toolbox as MODULE:ATTR.")] = None,
     fmt: Annotated[
         Format, typer.Option("--format", help="Which rendering to print.")
     ] = Format.openai,
+    mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
 ) -> None:
-    """Print a toolbox the way a model sees it."""
-    toolbox = load_toolbox(target)
+    """Print a toolbox, or an MCP server's tools, the way a model sees it."""
+    toolbox = gather_tools(ctx, target, mcp or [])
     if fmt is Format.stubs:
         source = toolbox.stub_module()
         if out.is_terminal:

@@ -41,6 +41,9 @@ class Tool:
     timeout: float | None = None
     side_effects: bool = False
     positional: tuple[str, ...] = ()
+    #: Hints about the tool's behaviour from where it came from, such as an MCP
+    #: server's ``readOnlyHint`` and ``destructiveHint``; empty for a typed function.
+    annotations: Mapping[str, Any] = field(default_factory=dict)
     _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
     # Parameters that need no pydantic model (see `function_schema`): their types by name.
     _scalars: dict[str, type] | None = field(default=None, repr=False)
@@ -148,6 +151,7 @@ class Tool:
         returns: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         side_effects: bool = False,
+        annotations: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Build a tool from a JSON Schema and a callable taking keyword arguments."""
         if not isinstance(parameters, Mapping):
@@ -160,6 +164,7 @@ class Tool:
             returns=clean_schema(dict(returns)) if returns is not None else None,
             timeout=timeout,
             side_effects=side_effects,
+            annotations=dict(annotations or {}),
         )
 
 

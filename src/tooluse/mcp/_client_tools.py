@@ -1,0 +1,94 @@
+"""An MCP server's tools as `Tool`s, and what their calls return.
+
+A listed tool becomes a raw-schema `Tool`: its ``inputSchema`` as the parameters
+(the dispatcher validates calls against it), its ``outputSchema`` as the return
+schema (the stub module writes it as a ``TypedDict``), and its annotations kept
+for the policies that decide on side effects. A tool whose schema is not a JSON
+Schema is refused with the reason, and the others still load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jsonschema
+import mcp_types as types
+
+from .._exceptions import ModelRetry, ToolDefinitionError
+from ..tools import Tool
+
+__all__ = ["build_tool", "result_value"]
+
+CallRemote = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+def _schema_problem(schema: Any, which: str) -> str | None:
+    if not isinstance(schema, dict):
+        return f"its {which} is not a JSON object"
+    try:
+        validator = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
+        validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "the top level"
+        return f"its {which} is not a valid JSON Schema: {exc.message} (at {where})"
+    return None
+
+
+def build_tool(remote: types.Tool, name: str, call: CallRemote, *, timeout: float | None) -> Tool:
+    """The `Tool` for a listed MCP tool, called as `name`; raises ToolDefinitionError.
+
+    A call runs ``call(remote.name, arguments)`` and returns `result_value` of it.
+    """
+    for schema, which in (
+        (remote.input_schema, "inputSchema"),
+        (remote.output_schema, "outputSchema"),
+    ):
+        problem = schema is not None and _schema_problem(schema, which)
+        if problem:
+            raise ToolDefinitionError(f"tool {remote.name!r}: {problem}")
+    annotations = (
+        remote.annotations.model_dump(by_alias=True, exclude_none=True)
+        if remote.annotations is not None
+        else {}
+    )
+    remote_name = remote.name
+
+    async def call_tool(**arguments: Any) -> Any:
+        return result_value(await call(remote_name, arguments))
+
+    return Tool.from_schema(
+        name,
+        remote.description or remote.title or annotations.get("title") or "",
+        remote.input_schema,
+        call_tool,
+        returns=remote.output_schema,
+        timeout=timeout,
+        # MCP's default is a tool that may change things; only a read-only one has none.
+        side_effects=not annotations.get("readOnlyHint", False),
+        annotations=annotations,
+    )
+
+
+def _blocks(content: list[types.ContentBlock]) -> Any:
+    if all(isinstance(block, types.TextContent) for block in content):
+        return "\n".join(block.text for block in content if isinstance(block, types.TextContent))
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in content]
+
+
+def result_value(result: types.CallToolResult) -> Any:
+    """What a call returns: structured content as data, text as text.
+
+    An error result (``isError``) raises `ModelRetry` with the server's words,
+    which is how the model sees them.
+    """
+    if result.is_error:
+        value = _blocks(result.content)
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        raise ModelRetry(text or "the tool reported an error and gave no message")
+    if result.structured_content is not None:
+        return result.structured_content
+    return _blocks(result.content)
