@@ -15,7 +15,8 @@ from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
 from tooluse.conventions import extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
-from tooluse.models._local import _read_calls, _template_messages
+from tooluse.models._chat_template import plain_messages as _template_messages
+from tooluse.models._local_calls import read_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = list(toolbox)
