@@ -15,8 +15,6 @@ from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
 from tooluse.conventions import extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
-from tooluse.models._chat_template import plain_messages as _template_messages
-from tooluse.models._local_calls import read_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = list(toolbox)
@@ -169,43 +167,6 @@ def test_an_agent_runs_on_the_embedded_model_in_every_convention() -> None:
                 jsonschema.validate(record.arguments, SCHEMAS[record.name])
 
 
-def test_calls_are_read_from_text_and_broken_ones_reported() -> None:
-    response = ModelResponse()
-    _read_calls(
-        'Let me check.\n<tool_call>{"name":"a","arguments":{"x":1}}</tool_call>\n'
-        '<tool_call>{"name":"b","arguments":{</tool_call>',
-        response,
-    )
-    assert [(c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("a", {"x": 1})]
-    assert response.content == "Let me check."
-    assert len(response.problems) == 1 and "call 2 is not valid JSON" in response.problems[0]
-
-    unclosed = ModelResponse()
-    _read_calls('<tool_call>{"name":"a","arguments":{}}', unclosed)
-    assert unclosed.tool_calls == [] and "never closed" in unclosed.problems[0]
-
-
-def test_the_conversation_is_rendered_in_roles_every_template_knows() -> None:
-    call = ToolCall("c1", "lookup_capital", '{"country":"Japan"}')
-    request = ModelRequest(
-        [
-            SYSTEM,
-            Message("user", "Capital of Japan?"),
-            Message("assistant", None, (call,)),
-            Message("tool", "Tokyo", tool_call_id="c1", name="lookup_capital"),
-        ],
-        TOOLS,
-    )
-    rendered = _template_messages(request)
-    assert [m["role"] for m in rendered] == ["system", "user", "assistant", "user"]
-    assert rendered[0]["content"].startswith("You are a helpful assistant.")
-    assert '{"name":"lookup_capital"' in rendered[0]["content"]
-    assert rendered[2]["content"] == (
-        '<tool_call>{"name":"lookup_capital","arguments":{"country":"Japan"}}</tool_call>'
-    )
-    assert rendered[3]["content"] == "<tool_response>\nTokyo\n</tool_response>"
-
-
 def test_tooluse_run_defaults_to_the_embedded_model() -> None:
     command = [
         str(Path(sys.executable).parent / "tooluse"),
@@ -258,7 +219,9 @@ def test_llama_cpp_grammars_decode_under_llama_cpp_sampler() -> None:
 
     model = LocalModel()
     engine = _engine(str(model.path), model.n_ctx, model.threads)
-    prompt = engine.render([{"role": "user", "content": "Is the sky blue? Answer yes or no."}])
+    prompt = engine.template.render(
+        ModelRequest([Message("user", "Is the sky blue? Answer yes or no.")])
+    )
     with engine.lock:
         text, n_out, finish, _ = engine.decode_gbnf(prompt, 'root ::= "yes" | "no"', 8, 0.0)
     assert text in ("yes", "no") and 0 < n_out <= 2 and finish == "stop"

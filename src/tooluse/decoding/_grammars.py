@@ -44,6 +44,9 @@ CALL_CLOSE = "</tool_call>"
 #: JSON laid out as the model likes (compact, spaced or indented), but with
 #: at most a short run of blanks between tokens, so it cannot wander off.
 _LAYOUT = {"whitespace_flexible": True, "whitespace_pattern": "[\\n ]{0,12}"}
+#: One fixed layout where the frame is forced: then every token but the
+#: arguments' own is forced too.
+_FIXED = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 #: Between the calls of one frame, and around a call within its tags.
 _NEXT_LINE = '","? "\\n"'
 _BLANK_LINE = '"\\n"?'
@@ -139,7 +142,7 @@ def call_grammar(
     tag_tokens: tuple[int, int] | None = None,
 ) -> Grammar:
     """Exactly one call to `tool`, between the tags; only its arguments are left to the model."""
-    schema, notes = _calls_schema([tool], max_string_length)
+    schema, notes = _calls_schema([tool], max_string_length, layout=_FIXED)
     open_, close = _tags(tag_tokens)
     lines = ["start: call", f"call: {open_} body {close}", f"body: %json {schema}"]
     shape = GrammarShape("calls", schema, allow_answer=False, parallel=False)
@@ -172,7 +175,9 @@ def code_grammar() -> Grammar:
 
 
 def _calls_schema(
-    tools: Sequence[GrammarTool], max_string_length: int | None
+    tools: Sequence[GrammarTool],
+    max_string_length: int | None,
+    layout: Mapping[str, Any] = _LAYOUT,
 ) -> tuple[str, tuple[str, ...]]:
     branches: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -190,5 +195,5 @@ def _calls_schema(
             }
         )
     schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    schema = {"x-guidance": _LAYOUT, **schema}
+    schema = {"x-guidance": layout, **schema}
     return json.dumps(schema, separators=(",", ":"), ensure_ascii=False), tuple(notes)
