@@ -101,3 +101,12 @@ def test_broken_tagged_calls_are_reported() -> None:
 
     unclosed = read_calls('<tool_call>{"name":"a","arguments":{}}', TOOLS)
     assert unclosed.calls == [] and "never closed" in unclosed.problems[0]
+
+
+def test_calls_completed_before_the_output_limit_are_kept() -> None:
+    one = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    cut = '{"name": "get_weather", "arguments": {"city": "Ro'
+    assert calls(f"{one}\n{cut}") == [("get_weather", {"city": "Oslo"})]
+    assert calls(f"```json\n{one}\n{cut}") == [("get_weather", {"city": "Oslo"})]
+    # Text after a call that is not another call is no call at all.
+    assert calls(f"{one}\nand then some prose") == []

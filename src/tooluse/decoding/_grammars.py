@@ -41,9 +41,10 @@ __all__ = [
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
-#: JSON laid out as the model likes (compact, spaced or indented), but with
-#: at most a short run of blanks between tokens, so it cannot wander off.
-_LAYOUT = {"whitespace_flexible": True, "whitespace_pattern": "[\\n ]{0,12}"}
+#: JSON on one line, compact or spaced as the model likes. Not indented: a
+#: small model that starts indenting spends its token budget on blanks, and
+#: the call is cut off before it closes.
+_LAYOUT = {"whitespace_flexible": True, "whitespace_pattern": " ?"}
 #: One fixed layout where the frame is forced: then every token but the
 #: arguments' own is forced too.
 _FIXED = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}

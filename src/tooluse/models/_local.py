@@ -176,6 +176,10 @@ class LocalModel(Model):
             response.content = text
         if mask is not None and mask.error:
             response.problems.append(f"the grammar rejected the output: {mask.error}")
+        elif mask is not None and finish == "length" and not mask.accepting:
+            response.problems.append(
+                f"the reply was cut off after {n_out} tokens, in the middle of a call"
+            )
         return response
 
     def _gbnf_instead(self, engine: _Engine, grammar: Grammar) -> str | None:

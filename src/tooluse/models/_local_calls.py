@@ -24,7 +24,8 @@ from ..decoding import CALL_CLOSE, CALL_OPEN
 __all__ = ["ReadCalls", "read_calls"]
 
 _TAGGED = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re.DOTALL)
-_FENCED = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+#: A fence cut off by the output limit still holds the calls completed before it.
+_FENCED = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)(?:\n?```|\Z)", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
 
@@ -97,7 +98,11 @@ def _read_fenced(text: str, out: ReadCalls) -> str | None:
 
 
 def _json_values(text: str) -> list[Any] | None:
-    """The JSON values `text` consists of (one after another, maybe comma-separated)."""
+    """The JSON values `text` consists of (one after another, maybe comma-separated).
+
+    A value cut off at the end (the output limit) is dropped, keeping those
+    before it, if there are any.
+    """
     if not text.startswith(("{", "[")):
         return None
     values: list[Any] = []
@@ -106,6 +111,8 @@ def _json_values(text: str) -> list[Any] | None:
         try:
             value, index = _DECODER.raw_decode(text, index)
         except json.JSONDecodeError:
+            if values and text.startswith(("{", "["), index):
+                break
             return None
         values.append(value)
         while index < len(text) and text[index] in " \t\r\n,":
