@@ -133,6 +133,13 @@ def test_the_output_cap_ends_the_reply_with_finish_reason_length() -> None:
     assert response.usage is not None and response.usage.output_tokens == 3
 
 
+def test_a_call_cut_off_by_the_output_cap_is_reported_not_lost() -> None:
+    short = LocalModel(max_output_tokens=6)
+    response = ask(short, TASKS[0], choice="required")
+    assert response.finish_reason == "length" and response.tool_calls == []
+    assert response.problems == ["the reply was cut off after 6 tokens, in the middle of a call"]
+
+
 def test_a_prompt_longer_than_the_window_is_a_clear_error(model: LocalModel) -> None:
     with pytest.raises(ModelResponseError, match="context window is 8192"):
         ask(model, "word " * 9000, tools=False)
