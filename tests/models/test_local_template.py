@@ -9,7 +9,7 @@ import pytest
 from examples.seed_tools import toolbox
 from tooluse import Message, ToolCall
 from tooluse.models import ModelRequest
-from tooluse.models._chat_template import CHATML, SEVERAL_CALLS, ChatTemplate, plain_messages
+from tooluse.models._chat_template import CHATML, ChatTemplate, plain_messages
 
 TOOLS = list(toolbox)
 SYSTEM = Message("system", "You are a helpful assistant.")
@@ -122,10 +122,3 @@ def test_the_conversation_is_rendered_in_roles_every_template_knows() -> None:
         '<tool_call>{"name": "lookup_capital", "arguments": {"country": "Japan"}}</tool_call>'
     )
     assert rendered[3]["content"] == "<tool_response>\nTokyo\n</tool_response>"
-
-
-def test_the_model_is_asked_for_every_call_unless_parallel_calls_are_off() -> None:
-    chat = template(WITH_TOOLS)
-    assert SEVERAL_CALLS in chat.render(ModelRequest(CONVERSATION[1:2], TOOLS))
-    single = ModelRequest(CONVERSATION[1:2], TOOLS, parallel_tool_calls=False)
-    assert SEVERAL_CALLS not in chat.render(single)

@@ -29,11 +29,6 @@ CHATML = (
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-#: Small models stop after one call even when the request needs several.
-SEVERAL_CALLS = (
-    "When the request needs several calls (one function for several items, or several "
-    "functions), write all of them in this reply, one per item."
-)
 #: A tool name no template would print unless it renders the tools it is given.
 _PROBE = "tooluse_template_probe"
 
@@ -63,10 +58,7 @@ class ChatTemplate:
         offer = bool(request.tools) and request.tool_choice != "none"
         if offer and self.takes_tools:
             try:
-                messages = native_messages(request.messages)
-                if request.parallel_tool_calls is not False:
-                    _add_to_system(messages, SEVERAL_CALLS)
-                return self._render(messages, tool_specs(request.tools))
+                return self._render(native_messages(request.messages), tool_specs(request.tools))
             except Exception as exc:  # jinja raises whatever a template says
                 logger.warning("the chat template failed with tools (%s); describing them", exc)
         return self._render(plain_messages(request))
@@ -122,13 +114,6 @@ def native_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             entry["name"] = message.name
         out.append(entry)
     return out
-
-
-def _add_to_system(messages: list[dict[str, Any]], text: str) -> None:
-    if messages and messages[0]["role"] == "system":
-        messages[0]["content"] = f"{messages[0]['content']}\n\n{text}".strip()
-    else:
-        messages.insert(0, {"role": "system", "content": text})
 
 
 def _arguments(call: ToolCall) -> Any:
