@@ -41,7 +41,7 @@ from tooluse import Message
 from tooluse.decoding import GrammarCompiler, GrammarTool, calls_grammar
 from tooluse.eval.bfcl._single_turn import data_dir, load_tasks
 from tooluse.models import LocalModel, ModelRequest
-from tooluse.models._local import _engine, _template_messages
+from tooluse.models._local import _engine
 from tooluse.tools import Tool
 
 PROSE_TASKS = [
@@ -78,7 +78,7 @@ def llama_cpp_rate(
     from llama_cpp import LlamaGrammar
 
     engine = _engine(str(model.path), model.n_ctx, model.threads)
-    prompt = engine.render(_template_messages(request))
+    prompt = engine.template.render(request)
     grammar = None
     if schema is not None:
         with warnings.catch_warnings():

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from tooluse.decoding import (
+    CALL_CLOSE,
+    CALL_OPEN,
     Grammar,
     GrammarCompiler,
     GrammarError,
@@ -50,58 +52,167 @@ def accepts(compiler: GrammarCompiler, grammar: Grammar, text: str) -> bool:
 
 
 def call(name: str, arguments: str) -> str:
-    return f'<tool_call>{{"name":"{name}","arguments":{arguments}}}</tool_call>'
+    return f'<tool_call>{{"name": "{name}", "arguments": {arguments}}}</tool_call>'
+
+
+def fenced(*bodies: str) -> str:
+    return "```json\n" + "\n".join(bodies) + "\n```"
+
+
+def body(name: str, arguments: str) -> str:
+    return f'{{"name": "{name}", "arguments": {arguments}}}'
 
 
 @pytest.mark.parametrize(
     ("text", "ok"),
     [
-        (call("get_weather", '{"city":"Paris"}'), True),
-        (call("get_weather", '{"city":"Paris","unit":"celsius"}'), True),
+        (call("get_weather", '{"city": "Paris"}'), True),
+        (call("get_weather", '{"city": "Paris", "unit": "celsius"}'), True),
         (
-            call("get_weather", '{"city":"Paris"}')
+            call("get_weather", '{"city": "Paris"}')
             + "\n"
-            + call("get_rate", '{"base":"USD","days":3}'),
+            + call("get_rate", '{"base": "USD", "days": 3}'),
             True,
         ),
         ("It is sunny in Paris.", True),
-        (call("get_weather", '{"city":"Paris","country":"FR"}'), False),  # invented argument
-        (call("get_weather", '{"unit":"celsius"}'), False),  # required argument missing
-        (call("get_weather", '{"city":"Paris","unit":"kelvin"}'), False),  # outside the enum
-        (call("get_rate", '{"base":"usd","days":3}'), False),  # pattern
-        (call("get_rate", '{"base":"USD","days":31}'), False),  # maximum
-        (call("get_time", '{"city":"Paris"}'), False),  # unknown tool
-        (call("get_weather", '{ "city": "Paris" }'), False),  # compact JSON only
+        (call("get_weather", '{"city": "Paris", "country": "FR"}'), False),  # invented argument
+        (call("get_weather", '{"unit": "celsius"}'), False),  # required argument missing
+        (call("get_weather", '{"city": "Paris", "unit": "kelvin"}'), False),  # outside the enum
+        (call("get_rate", '{"base": "usd", "days": 3}'), False),  # pattern
+        (call("get_rate", '{"base": "USD", "days": 31}'), False),  # maximum
+        (call("get_time", '{"city": "Paris"}'), False),  # unknown tool
         ("<tool_call>{}</tool_call>", False),
-        (call("get_weather", '{"city":"Paris"}') + " and more", False),
-        ('<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}', False),  # never closed
+        (call("get_weather", '{"city": "Paris"}') + " and more", False),
+        ('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}', False),  # unclosed
+        # The layout is the model's, compact or spaced, on one line, in any frame.
+        (call("get_weather", '{"city":"Paris"}'), True),
+        ('<tool_call>\n{"name":"get_weather","arguments":{"city":"Paris"}}\n</tool_call>', True),
+        (fenced(body("get_weather", '{"city": "Paris"}')), True),
+        (fenced('{\n  "name": "get_weather",\n  "arguments": {"city": "Oslo"}\n}'), False),
+        (
+            fenced(
+                body("get_weather", '{"city": "Oslo"}'),
+                body("get_rate", '{"base": "EUR", "days": 2}'),
+            ),
+            True,
+        ),
+        (body("get_weather", '{"city": "Paris"}'), True),
+        (
+            body("get_weather", '{"city": "Paris"}')
+            + "\n"
+            + body("get_weather", '{"city": "Rome"}'),
+            True,
+        ),
+        ('[get_weather(city="Paris", unit="celsius"), get_rate(base="USD", days=3)]', True),
+        ('[get_rate(days=3, base="USD")]', True),  # keyword arguments in any order
+        # Each frame holds only valid calls, and nothing follows it.
+        (fenced(body("get_weather", '{"city": "Paris", "country": "FR"}')), False),
+        (fenced(body("get_weather", '{"city": "Paris"}')) + "\nDone.", False),
+        (fenced('{"name": "calculator", "arguments": {"expression": "1"}}'), False),
+        (body("get_time", '{"city": "Paris"}'), False),
+        ('[get_weather(city="Paris", unit="kelvin")]', False),
+        ('[get_weather(town="Paris")]', False),
+        ("[get_rate(base='USD', days=3)]", False),  # strings in double quotes, as JSON's
+        ('[get_rate(base="USD", days=true)]', False),  # Python literals, not JSON's
+        ('[get_time(city="Paris")]', False),
+        # Blanks between tokens are bounded: a model cannot pad forever.
+        ('{"name":  "get_weather", "arguments": {"city": "Paris"}}', False),
     ],
 )
-def test_calls_or_answer(compiler: GrammarCompiler, text: str, ok: bool) -> None:
+def test_calls_in_every_frame_or_an_answer(compiler: GrammarCompiler, text: str, ok: bool) -> None:
     assert accepts(compiler, calls_grammar([WEATHER, RATE]), text) is ok
+
+
+def test_python_calls_of_booleans_and_lists_are_python_literals(compiler: GrammarCompiler) -> None:
+    tool = GrammarTool(
+        "search",
+        {
+            "type": "object",
+            "properties": {
+                "terms": {"type": "array", "items": {"type": "string"}},
+                "exact": {"type": "boolean"},
+                "limit": {"type": ["integer", "null"]},
+            },
+        },
+    )
+    grammar = calls_grammar([tool])
+    assert accepts(compiler, grammar, '[search(terms=["a", "b"], exact=True, limit=None)]')
+    assert accepts(compiler, grammar, "[search()]")
+    assert not accepts(compiler, grammar, '[search(terms=["a"], exact=true)]')
+    assert not accepts(compiler, grammar, "[search(terms=[1])]")
+
+
+def test_one_call_only_when_parallel_calls_are_off(compiler: GrammarCompiler) -> None:
+    grammar = calls_grammar([WEATHER, RATE], parallel=False)
+    one, two = body("get_weather", '{"city": "Oslo"}'), body("get_weather", '{"city": "Rome"}')
+    assert accepts(compiler, grammar, fenced(one))
+    assert not accepts(compiler, grammar, fenced(one, two))
+    assert not accepts(compiler, grammar, one + "\n" + two)
+    assert not accepts(compiler, grammar, '[get_weather(city="Oslo"), get_weather(city="Rome")]')
+
+
+def test_a_prose_answer_cannot_hide_a_call_frame(compiler: GrammarCompiler) -> None:
+    # A reply that opens like a call is held to being one: a small model that
+    # "answers" with a JSON description of a tool is kept to a valid call.
+    grammar = calls_grammar([WEATHER, RATE])
+    for opening in ("{", "```", "[", "<"):
+        assert not accepts(compiler, grammar, opening + "the tool takes a city"), opening
 
 
 def test_required_calls_refuse_a_plain_answer(compiler: GrammarCompiler) -> None:
     grammar = calls_grammar([WEATHER, RATE], allow_answer=False)
     assert not accepts(compiler, grammar, "It is sunny.")
-    assert accepts(compiler, grammar, call("get_weather", '{"city":"Oslo"}'))
+    assert accepts(compiler, grammar, call("get_weather", '{"city": "Oslo"}'))
 
 
 def test_a_forced_tool_leaves_only_its_arguments_to_the_model(compiler: GrammarCompiler) -> None:
     grammar = call_grammar(RATE)
-    assert accepts(compiler, grammar, call("get_rate", '{"base":"EUR","days":7}'))
-    assert not accepts(compiler, grammar, call("get_weather", '{"city":"Oslo"}'))
-    assert not accepts(compiler, grammar, call("get_rate", '{"base":"EUR","days":7}') * 2)
+    assert accepts(compiler, grammar, call("get_rate", '{"base": "EUR", "days": 7}'))
+    assert not accepts(compiler, grammar, call("get_weather", '{"city": "Oslo"}'))
+    assert not accepts(compiler, grammar, call("get_rate", '{"base": "EUR", "days": 7}') * 2)
     # Everything up to the arguments is forced: the model never samples the tool name.
     matcher = compiler.matcher(grammar)
     forced = compiler.tokenizer.decode_str(matcher.compute_ff_tokens())
-    assert forced.startswith('<tool_call>{"name":"get_rate","arguments":{"')
+    assert forced.startswith('<tool_call>{"name": "get_rate", "arguments": {"')
+
+
+# -- call tags that are one special token each (Qwen2.5's vocabulary) -------------------
+
+
+def test_the_tags_special_tokens_are_found_in_the_vocabulary(
+    compiler: GrammarCompiler, tagged_compiler: GrammarCompiler
+) -> None:
+    assert tagged_compiler.special_token(CALL_OPEN) == 256
+    assert tagged_compiler.special_token(CALL_CLOSE) == 257
+    assert tagged_compiler.special_token("<tool") is None
+    # SmolLM2 spells the tags with ordinary tokens.
+    assert compiler.special_token(CALL_OPEN) is None
+
+
+def test_a_grammar_naming_the_tag_tokens_accepts_the_call_the_model_emits(
+    tagged_compiler: GrammarCompiler,
+) -> None:
+    emitted = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    assert tagged_compiler.tokenizer.tokenize_str(emitted)[0] == 256
+    tags = (256, 257)
+    assert accepts(tagged_compiler, calls_grammar([WEATHER, RATE], tag_tokens=tags), emitted)
+    assert accepts(
+        tagged_compiler,
+        call_grammar(WEATHER, tag_tokens=tags),
+        call("get_weather", '{"city": "Oslo"}'),
+    )
+    # Spelled as text, the tag refuses the one token the model has for it.
+    assert not accepts(tagged_compiler, calls_grammar([WEATHER, RATE]), emitted)
+    # The forced frame of a named tool is the token, then the text.
+    matcher = tagged_compiler.matcher(call_grammar(RATE, tag_tokens=tags))
+    assert matcher.compute_ff_tokens()[0] == 256
 
 
 def test_unbounded_strings_are_bounded(compiler: GrammarCompiler) -> None:
     grammar = calls_grammar([WEATHER], max_string_length=10)
-    assert accepts(compiler, grammar, call("get_weather", '{"city":"Reykjavik"}'))
-    assert not accepts(compiler, grammar, call("get_weather", '{"city":"Llanfairpwllgwyngyll"}'))
+    assert accepts(compiler, grammar, call("get_weather", '{"city": "Reykjavik"}'))
+    assert not accepts(compiler, grammar, call("get_weather", '{"city": "Llanfairpwllgwyngyll"}'))
+    assert not accepts(compiler, grammar, '[get_weather(city="Llanfairpwllgwyngyll")]')
 
 
 @pytest.mark.parametrize(

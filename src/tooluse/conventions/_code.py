@@ -21,13 +21,13 @@ __all__ = ["CodeConvention", "ExtractedScript", "extract_script"]
 MODULE = "tools"
 
 PROMPT = """\
-You can use tools by writing Python. Module `{module}` (source below) has one function \
-per tool; each call runs the real tool and returns JSON data (dict, list, str, number, \
-bool, None).
-To use tools, reply with one ```python block. It runs as a script; then you see what it \
-printed, or its error. Print only what you need. A failed call raises `{module}.ToolError`. \
-For many independent calls use `{module}.parallel(fn, [kwargs, ...])`: results in order.
-When you know the answer, reply in plain text with no code.
+Write Python to answer. The functions in module `{module}` (source below) call real tools \
+and return their results; you cannot know a result without calling one. Reply with one \
+```python block that calls the functions you need and prints their results, such as \
+`print({example}(...))`. Do not define functions and do not type in results. You then see \
+what the script printed. A failed call raises `{module}.ToolError`; for many independent \
+calls use `{module}.parallel(fn, [kwargs, ...])`. When you know the answer, reply in plain \
+text with no code.
 
 ```python
 # {module}.py
@@ -145,7 +145,10 @@ class CodeConvention(Convention):
         self._functions: PerRun[set[str]] = PerRun("the code convention")
 
     def prompt(self, tools: Toolbox) -> str:
-        return PROMPT.format(module=self.module, stubs=tools.stub_module())
+        # A small model copies the shape of an example more readily than it
+        # follows a rule, so the example calls one of the real functions.
+        example = next((s.function for s in tools.stub_signatures()), "tool")
+        return PROMPT.format(module=self.module, stubs=tools.stub_module(), example=example)
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._functions.set({s.function for s in tools.stub_signatures()})

@@ -45,6 +45,17 @@ class GrammarCompiler:
         #: Seconds each fresh compile took, newest last (for benchmarks).
         self.compile_times: list[float] = []
 
+    def special_token(self, text: str) -> int | None:
+        """The id of the one special token that spells `text`, if the vocabulary has one.
+
+        Such a token is all a model ever emits for that text, so a grammar
+        must name it by id: spelled out, the text would be refused.
+        """
+        tokens = self.tokenizer.tokenize_str(text)
+        if len(tokens) == 1 and self.tokenizer.is_special_token(tokens[0]):
+            return int(tokens[0])
+        return None
+
     def mask(self, grammar: Grammar) -> TokenMask:
         """A fresh mask state for one request decoding under `grammar`."""
         return TokenMask(self.matcher(grammar), self.vocab_size)

