@@ -62,15 +62,25 @@ fi
 # The npm reference server, and the official conformance suite. The suite's
 # scenario servers reuse one SDK server per request, which TypeScript SDKs after
 # 1.25 refuse, so it gets the SDK of its own release (and a folder of its own).
+# npm has been seen to leave a package without its dist/ folder and report success,
+# so each folder counts as installed only once the SDK's code is there, and an
+# incomplete one is installed again from scratch.
+npm_folder() {
+    local folder=$1
+    shift
+    local entry="$folder/node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js"
+    local attempt
+    for attempt in 1 2 3; do
+        [[ -f $entry ]] && return 0
+        rm -rf "$folder"
+        npm install --prefix "$folder" --no-audit --no-fund --silent --prefer-online "$@" </dev/null
+    done
+    [[ -f $entry ]] || echo "setup: npm could not install $* into $folder" >&2
+}
 if command -v npm >/dev/null 2>&1; then
-    if [[ ! -x .cache/npm/everything/node_modules/.bin/mcp-server-everything ]]; then
-        npm install --prefix .cache/npm/everything --no-audit --no-fund --silent \
-            "@modelcontextprotocol/server-everything@2026.8.31"
-    fi
-    if [[ ! -x .cache/npm/conformance/node_modules/.bin/conformance ]]; then
-        npm install --prefix .cache/npm/conformance --no-audit --no-fund --silent \
-            "@modelcontextprotocol/conformance@0.1.10" "@modelcontextprotocol/sdk@1.25.3"
-    fi
+    npm_folder .cache/npm/everything "@modelcontextprotocol/server-everything@2026.8.31"
+    npm_folder .cache/npm/conformance \
+        "@modelcontextprotocol/conformance@0.1.10" "@modelcontextprotocol/sdk@1.25.3"
 else
     echo "setup: npm is missing; the MCP tests that need node will fail" >&2
 fi
