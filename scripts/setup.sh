@@ -66,20 +66,33 @@ fi
 # so each folder counts as installed only once the SDK's code is there, and an
 # incomplete one is installed again from scratch.
 npm_folder() {
-    local folder=$1
-    shift
-    local entry="$folder/node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js"
+    # npm_folder FOLDER PROGRAM PACKAGE...: the folder counts as installed only when
+    # every package's package.json, the MCP SDK's code and node_modules/.bin/PROGRAM
+    # are there (npm once reported success and left the SDK without dist/).
+    local folder=$1 program=$2
+    shift 2
+    local needed=("$folder/node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js"
+        "$folder/node_modules/.bin/$program")
+    local package
+    for package in "$@"; do
+        needed+=("$folder/node_modules/${package%@*}/package.json")
+    done
+    complete() {
+        local file
+        for file in "${needed[@]}"; do [[ -e $file ]] || return 1; done
+    }
     local attempt
     for attempt in 1 2 3; do
-        [[ -f $entry ]] && return 0
+        complete && return 0
         rm -rf "$folder"
         npm install --prefix "$folder" --no-audit --no-fund --silent --prefer-online "$@" </dev/null
     done
-    [[ -f $entry ]] || echo "setup: npm could not install $* into $folder" >&2
+    complete || echo "setup: npm could not install $* into $folder" >&2
 }
 if command -v npm >/dev/null 2>&1; then
-    npm_folder .cache/npm/everything "@modelcontextprotocol/server-everything@2026.8.31"
-    npm_folder .cache/npm/conformance \
+    npm_folder .cache/npm/everything mcp-server-everything \
+        "@modelcontextprotocol/server-everything@2026.8.31"
+    npm_folder .cache/npm/conformance conformance \
         "@modelcontextprotocol/conformance@0.1.10" "@modelcontextprotocol/sdk@1.25.3"
 else
     echo "setup: npm is missing; the MCP tests that need node will fail" >&2

@@ -25,11 +25,17 @@ from mcp import Client, StdioServerParameters
 from examples.seed_tools import toolbox
 from tooluse import Toolbox, tool
 from tooluse.mcp import Image, Resource, ToolServer, current_request
+from tooluse.tools._schema import inline_refs
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLUSE = Path(sys.executable).parent / "tooluse"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 PIXEL = b"\x89PNG\r\n\x1a\n\x00\xff"
+
+
+class Money(pydantic.BaseModel):
+    amount: float
+    currency: str
 
 
 class Quote(pydantic.BaseModel):
@@ -84,7 +90,18 @@ def make_toolbox(ran: list[str]) -> Toolbox:
         await request.log("done counting", "warning")
         return to
 
-    return Toolbox([get_exchange_rate, quote, fail, chart, slow_count])
+    @tool
+    def convert(money: Money, target: str) -> float:
+        """Convert an amount of money.
+
+        Args:
+            money: the amount and its currency
+            target: currency to convert to
+        """
+        ran.append(f"convert {money.amount} {money.currency}->{target}")
+        return money.amount * 0.92
+
+    return Toolbox([get_exchange_rate, quote, fail, chart, slow_count, convert])
 
 
 @pytest.fixture
@@ -111,13 +128,35 @@ async def test_each_input_schema_is_our_rendering(server: ToolServer) -> None:
     assert list(listed) == server.tools.names
     for rendered in server.tools.to_openai():
         function = rendered["function"]
-        assert listed[function["name"]].input_schema == function["parameters"]
+        # the same schema, with references kept for clients that resolve them
+        assert inline_refs(listed[function["name"]].input_schema) == function["parameters"]
         assert listed[function["name"]].description == function["description"]
     # lean: an optional parameter is shown as its plain type
     assert listed["quote"].input_schema["properties"]["note"] == {
         "type": "string",
         "description": "shown to nobody",
     }
+
+
+async def test_a_nested_model_keeps_its_defs_and_validates(
+    server: ToolServer, ran: list[str]
+) -> None:
+    async with server.serving_http() as url, Client(url) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        good = await client.call_tool(
+            "convert", {"money": {"amount": 100, "currency": "USD"}, "target": "EUR"}
+        )
+        bad = await client.call_tool("convert", {"money": {"amount": 100}, "target": "EUR"})
+
+    schema = listed["convert"].input_schema
+    assert schema["properties"]["money"] == {
+        "$ref": "#/$defs/Money",
+        "description": "the amount and its currency",
+    }
+    assert set(schema["$defs"]["Money"]["properties"]) == {"amount", "currency"}
+    assert not good.is_error and good.structured_content == {"result": 92.0}
+    assert bad.is_error and "currency" in str(bad.content[0])
+    assert ran == ["convert 100.0 USD->EUR"]
 
 
 async def test_each_output_schema_comes_from_the_return_annotation(server: ToolServer) -> None:

@@ -225,7 +225,7 @@ class ToolServer:
         return types.Tool(
             name=tool.name,
             description=tool.description or None,
-            input_schema=lean_schema(tool.parameters),
+            input_schema=lean_schema(tool.parameters, inline=False),
             output_schema=self._outputs[tool.name],
         )
 

@@ -32,13 +32,17 @@ def _is_null(schema: Any) -> bool:
     return isinstance(schema, Mapping) and schema.get("type") == "null" and len(schema) == 1
 
 
-def lean_schema(parameters: JsonSchema) -> JsonSchema:
+def lean_schema(parameters: JsonSchema, *, inline: bool = True) -> JsonSchema:
     """The parameters as sent to a model: references inlined, noise removed.
 
     An optional parameter typed ``X | None`` with default ``None`` is shown as
-    plain ``X``: leaving it out already means "none".
+    plain ``X``: leaving it out already means "none". With ``inline=False``
+    the ``$defs`` and their ``$ref`` stay as they are, for readers that resolve
+    JSON Schema 2020-12 themselves (MCP clients do); the schema means the same.
     """
-    schema = inline_refs(copy.deepcopy(parameters))
+    schema = copy.deepcopy(parameters)
+    if inline:
+        schema = inline_refs(schema)
     required = set(schema.get("required", ()))
     for name, prop in schema.get("properties", {}).items():
         if name in required or not isinstance(prop, dict):
