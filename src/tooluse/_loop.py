@@ -260,6 +260,7 @@ def agent_flow(
             choice,
             reply_format=prepared.reply_format,
             parallel_tool_calls=config.parallel_tool_calls,
+            described_tools=prepared.described_tools,
         )
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})

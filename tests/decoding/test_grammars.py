@@ -17,6 +17,7 @@ from tooluse.decoding import (
     call_grammar,
     calls_grammar,
     code_grammar,
+    python_calls_grammar,
     to_gbnf,
 )
 
@@ -140,6 +141,36 @@ def test_python_calls_of_booleans_and_lists_are_python_literals(compiler: Gramma
     assert accepts(compiler, grammar, "[search()]")
     assert not accepts(compiler, grammar, '[search(terms=["a"], exact=true)]')
     assert not accepts(compiler, grammar, "[search(terms=[1])]")
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("It is sunny in Paris.", True),
+        ('[get_weather(city="Paris")]', True),
+        ('[get_weather(city="Paris", unit="celsius"), get_rate(base="USD", days=3)]', True),
+        # only the text convention's own syntax: no JSON frames, no tags
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}', False),
+        (call("get_weather", '{"city": "Paris"}'), False),
+        ('[get_weather(city="Paris", unit="kelvin")]', False),
+        ('[get_time(city="Paris")]', False),
+        ('[get_weather(city="Paris")] and then some prose', False),
+    ],
+)
+def test_the_text_conventions_calls_or_an_answer(
+    compiler: GrammarCompiler, text: str, ok: bool
+) -> None:
+    grammar = python_calls_grammar([WEATHER, RATE])
+    assert grammar is not None
+    assert accepts(compiler, grammar, text) is ok
+
+
+def test_text_calls_are_left_free_when_a_name_is_not_python() -> None:
+    # The text convention writes such a tool under another name; a grammar of
+    # the tools' own names would forbid the very call the prompt shows.
+    dashed = GrammarTool("get-weather", WEATHER.parameters)
+    assert python_calls_grammar([WEATHER, dashed]) is None
+    assert python_calls_grammar([WEATHER, GrammarTool("math.factorial", {})]) is not None
 
 
 def test_one_call_only_when_parallel_calls_are_off(compiler: GrammarCompiler) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from examples.seed_tools import toolbox
 from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
-from tooluse.conventions import extract_script
+from tooluse.conventions import Answer, Calls, TextConvention, extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
 
@@ -110,6 +110,36 @@ def test_code_replies_hold_at_most_one_closed_python_block(model: LocalModel) ->
             found = extract_script(text, set())
             assert not isinstance(found, SyntaxError) and found is not None
             assert found.code.strip() == block.strip()
+
+
+def test_text_convention_replies_are_python_calls_of_the_tools_or_an_answer(
+    model: LocalModel,
+) -> None:
+    convention = TextConvention()
+    prepared = convention.prepare(toolbox, None)
+    assert prepared.tools == () and prepared.reply_format == "python_calls"
+    kinds = set()
+    for task in TASKS:
+        messages = [Message("system", prepared.system_prompt or ""), Message("user", task)]
+        request = ModelRequest(
+            messages,
+            (),
+            "none",
+            reply_format="python_calls",
+            described_tools=prepared.described_tools,
+        )
+        assert model.grammar_for(request) is not None
+        response = model.respond_sync(request)
+        assert response.tool_calls == [] and response.content, task
+        action = convention.interpret(response)
+        # Never a reply the convention cannot read: calls of the tools, or an answer.
+        assert isinstance(action, Calls | Answer), (task, response.content)
+        kinds.add(type(action).__name__)
+        if isinstance(action, Calls):
+            assert action.calls, task
+            for call in action.calls:
+                assert_valid(call)
+    assert kinds
 
 
 def test_no_tools_means_no_grammar_and_plain_text(model: LocalModel) -> None:

@@ -21,6 +21,8 @@ class Prepared:
     tools: Sequence[Tool] = ()
     tool_choice: ToolChoice = "auto"
     reply_format: ReplyFormat = "text"
+    #: The tools the system prompt describes, for a reply format that writes calls as text.
+    described_tools: Sequence[Tool] = ()
 
 
 @dataclass(frozen=True, slots=True)

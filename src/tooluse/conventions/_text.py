@@ -178,7 +178,15 @@ class TextConvention(Convention):
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
-        return Prepared(system_prompt=text, tools=(), tool_choice="none")
+        if self.format == "react":
+            return Prepared(system_prompt=text, tools=(), tool_choice="none")
+        return Prepared(
+            system_prompt=text,
+            tools=(),
+            tool_choice="none",
+            reply_format="python_calls",
+            described_tools=tuple(tools),
+        )
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         if response.tool_calls:

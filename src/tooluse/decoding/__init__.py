@@ -14,6 +14,7 @@ from ._grammars import (
     call_grammar,
     calls_grammar,
     code_grammar,
+    python_calls_grammar,
 )
 from ._normalize import NormalizedSchema, normalize_schema
 
@@ -30,5 +31,6 @@ __all__ = [
     "calls_grammar",
     "code_grammar",
     "normalize_schema",
+    "python_calls_grammar",
     "to_gbnf",
 ]

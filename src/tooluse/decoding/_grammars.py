@@ -12,7 +12,9 @@ Three shapes cover every request the runtime makes:
 - `call_grammar`: exactly one call to one named tool (a forced tool choice);
   everything but the arguments is forced, so only the arguments are sampled;
 - `code_grammar`: the code convention's reply, prose and at most one
-  well-formed fenced Python block, or a plain answer.
+  well-formed fenced Python block, or a plain answer;
+- `python_calls_grammar`: the text convention's reply, a Python list of
+  calls to the tools its prompt describes, or a plain answer.
 
 The grammars are pure text built from normalized schemas; equal inputs give
 equal text, which is what the compile cache keys on.
@@ -37,6 +39,7 @@ __all__ = [
     "call_grammar",
     "calls_grammar",
     "code_grammar",
+    "python_calls_grammar",
 ]
 
 CALL_OPEN = "<tool_call>"
@@ -173,6 +176,35 @@ def code_grammar() -> Grammar:
         r"code[lazy]: /(.|\n)*\n```/",
     ]
     return Grammar("\n".join(lines) + "\n", shape=GrammarShape("code"))
+
+
+def python_calls_grammar(
+    tools: Sequence[GrammarTool],
+    *,
+    parallel: bool = True,
+    max_string_length: int | None = 256,
+) -> Grammar | None:
+    """A Python list of calls, ``[get_weather(city="Paris")]``, or a plain answer.
+
+    None when some tool cannot be written as a Python call under its own name
+    and parameter names (the text convention then calls it by another name,
+    which this grammar would forbid): such a request decodes unconstrained.
+    """
+    python = PythonRules()
+    if not tools or not all(python.can_call(t.name, t.parameters) for t in tools):
+        return None
+    pycalls = python_calls(
+        python,
+        [
+            (t.name, normalize_schema(t.parameters, max_string_length=max_string_length).schema)
+            for t in tools
+        ],
+    )
+    some = f"pycall ({_NEXT_ARG} pycall)*" if parallel else "pycall"
+    lines = ["start: python | ANSWER", f'python: "[" {some} "]"', f"pycall: {pycalls}"]
+    lines += python.rules
+    lines.append(_ANSWER)
+    return Grammar("\n".join(lines) + "\n")
 
 
 def _calls_schema(

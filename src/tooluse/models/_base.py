@@ -15,8 +15,9 @@ __all__ = ["Model", "ModelRequest", "ModelResponse", "ReplyFormat", "ToolChoice"
 ToolChoice = Literal["auto", "none", "required"] | str
 """``auto``, ``none``, ``required``, or the name of the one tool to call."""
 
-ReplyFormat = Literal["text", "code"]
-"""What the reply's text should be: free text, or prose with one fenced Python block.
+ReplyFormat = Literal["text", "code", "python_calls"]
+"""What the reply's text should be: free text, prose with one fenced Python block,
+or a Python list of calls to the request's `described_tools` (or a plain answer).
 
 Backends that can constrain decoding use it to pick a grammar; others ignore it.
 """
@@ -34,6 +35,9 @@ class ModelRequest:
     reply_format: ReplyFormat = "text"
     #: False asks for at most one call per reply; None leaves the backend's default.
     parallel_tool_calls: bool | None = None
+    #: Tools the prompt describes in text, for a reply format that writes calls as
+    #: text (``python_calls``); never passed to the API as tools.
+    described_tools: Sequence[Tool] = ()
 
 
 @dataclass(slots=True)

@@ -48,6 +48,7 @@ from ..decoding import (
     call_grammar,
     calls_grammar,
     code_grammar,
+    python_calls_grammar,
     to_gbnf,
 )
 from ._base import Model, ModelRequest, ModelResponse
@@ -228,6 +229,12 @@ class LocalModel(Model):
             )
         if request.reply_format == "code":
             return code_grammar()
+        if request.reply_format == "python_calls" and self.grammar_engine == "llguidance":
+            return python_calls_grammar(
+                [GrammarTool(t.name, t.parameters) for t in request.described_tools],
+                parallel=request.parallel_tool_calls is not False,
+                max_string_length=self.max_string_length,
+            )
         return None
 
     def compiler(self) -> GrammarCompiler:

@@ -1,11 +1,13 @@
 """MCP in one run: call overhead of our client, throughput of our server, prompt size.
 
-    python bench/mcp.py [--calls 300] [--repeat 3] [--tools 50]
+    python bench/mcp_bench.py [--calls 300] [--repeat 3] [--tools 50]
 
 Runs `bench/mcp_client.py` (per call over stdio and HTTP, our client and dispatcher
 against the bare SDK client) and then `bench/mcp_server.py` (our server's calls/s
 against a plain SDK server; the listing of a 50-tool server against its stub
 module), prints both tables and ends with one JSON line holding both results.
+(Not ``bench/mcp.py``: a script there would shadow the SDK's ``mcp`` package for
+every other script in this folder.)
 """
 
 from __future__ import annotations
