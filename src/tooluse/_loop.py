@@ -50,6 +50,13 @@ Effect = AskModel | RunCalls | RunScript
 
 #: Characters of a refused over-long argument text the conversation keeps.
 _ECHO_KEEP = 1_000
+#: After a script that ran without calling any tool: what it printed came from
+#: the script's own literals and arithmetic, which a small model often takes for
+#: looked-up facts.
+NO_CALL_NOTE = (
+    "Note: this script called no tool, so nothing it printed was looked up. If the "
+    "task needs facts from the tools, call them in a new script; do not type in values."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,10 +305,13 @@ def agent_flow(
             record, script_calls = yield RunScript(script_id, action.code, round_, action.repairs)
             state.scripts.append(record)
             _record_outcomes(state, script_calls)
+            content = record.content
+            if record.status == "ok" and not script_calls:
+                content = f"{content}\n{NO_CALL_NOTE}" if content else NO_CALL_NOTE
             state.add(
                 Message(
                     "tool",
-                    record.content,
+                    content,
                     tool_call_id=script_id,
                     name="python",
                     is_error=record.status != "ok",

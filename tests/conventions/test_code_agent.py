@@ -8,6 +8,7 @@ import pytest
 
 from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, Message, RunResult, Toolbox, ToolCall, tool
+from tooluse._loop import NO_CALL_NOTE
 from tooluse._messages import openai_messages
 from tooluse.models import ScriptedModel
 
@@ -138,8 +139,28 @@ def test_every_tool_message_answers_one_record(agent_factory: list[Agent]) -> No
     )
     tool_messages = [m for m in result.messages if m.role == "tool"]
     assert [m.tool_call_id for m in tool_messages] == [s.id for s in result.scripts]
-    assert [m.content for m in tool_messages] == [s.content for s in result.scripts]
-    assert tool_messages[1].content == "no tools"
+    assert tool_messages[0].content == result.scripts[0].content == "1024.0"
+    # What the script printed, and a note that it called no tool.
+    assert result.scripts[1].content == "no tools"
+    assert tool_messages[1].content == f"no tools\n{NO_CALL_NOTE}"
+
+
+def test_a_script_that_types_in_its_data_is_told_it_called_no_tool(
+    agent_factory: list[Agent],
+) -> None:
+    result = run(
+        agent_factory,
+        [
+            fenced("weather = {'city': 'Paris', 'temp': 21}\nprint(weather)"),
+            fenced("import tools\nprint(tools.get_current_weather('Paris, France'))"),
+            {"content": "It is 22 degrees."},
+        ],
+    )
+    typed_in, looked_up = [m.content or "" for m in result.messages if m.role == "tool"]
+    assert typed_in.endswith(NO_CALL_NOTE) and "{'city': 'Paris'" in typed_in
+    assert NO_CALL_NOTE not in looked_up and [c.name for c in result.calls] == [
+        "get_current_weather"
+    ]
 
 
 def test_script_output_is_a_user_message_on_the_wire() -> None:
