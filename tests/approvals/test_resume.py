@@ -116,7 +116,7 @@ def test_an_approval_is_used_once(agents: list[Agent]) -> None:
 def test_bad_resumes_are_refused_with_nothing_run(agents: list[Agent]) -> None:
     bank = Bank()
     agent, result = paused_json(agents, bank)
-    with pytest.raises(ResumeError, match="no call 'c9' waits for approval.*c2 \\(send_money\\)"):
+    with pytest.raises(ResumeError, match=r"no call 'c9' waits for approval.*c2 \(send_money\)"):
         agent.resume(result, {"c9": True})
     with pytest.raises(ResumeError, match="no decision for c2"):
         agent.resume(result, {})
