@@ -9,7 +9,7 @@ import pytest
 from examples.seed_tools import toolbox
 from tooluse import Message, ToolCall
 from tooluse.models import ModelRequest
-from tooluse.models._chat_template import CHATML, ChatTemplate, plain_messages
+from tooluse.models._chat_template import CHATML, ChatTemplate, plain_messages, tool_response
 
 TOOLS = list(toolbox)
 SYSTEM = Message("system", "You are a helpful assistant.")
@@ -63,7 +63,11 @@ def test_a_template_that_renders_tools_gets_them_natively() -> None:
     assert lines[0]["function"]["parameters"] == TOOLS[0].parameters
     # The earlier call and its result in the template's own syntax, not ours.
     assert '<tool_call>\n{"name": "lookup_capital", "arguments": {"country": "Japan"}}' in prompt
-    assert "<tool_response>\nTokyo\n</tool_response>" in prompt
+    # The result names its tool, in Hermes' shape.
+    assert (
+        '<tool_response>\n{"name": "lookup_capital", "content": "Tokyo"}\n</tool_response>'
+        in prompt
+    )
     assert "You can call these tools" not in prompt
     assert prompt.endswith("<|im_start|>assistant\n")
 
@@ -121,4 +125,21 @@ def test_the_conversation_is_rendered_in_roles_every_template_knows() -> None:
     assert rendered[2]["content"] == (
         '<tool_call>{"name": "lookup_capital", "arguments": {"country": "Japan"}}</tool_call>'
     )
-    assert rendered[3]["content"] == "<tool_response>\nTokyo\n</tool_response>"
+    assert rendered[3]["content"] == (
+        '<tool_response>\n{"name": "lookup_capital", "content": "Tokyo"}\n</tool_response>'
+    )
+
+
+def test_a_result_names_its_tool_and_keeps_json_as_json() -> None:
+    rate = Message("tool", "0.92", tool_call_id="c1", name="get_exchange_rate")
+    page = Message("tool", '{"items": ["apple"]}', tool_call_id="c2", name="list_items")
+    failed = Message("tool", "Error: no such city", tool_call_id="c3", name="weather")
+    assert json.loads(tool_response(rate)) == {"name": "get_exchange_rate", "content": 0.92}
+    assert json.loads(tool_response(page)) == {
+        "name": "list_items",
+        "content": {"items": ["apple"]},
+    }
+    assert json.loads(tool_response(failed)) == {
+        "name": "weather",
+        "content": "Error: no such city",
+    }

@@ -112,6 +112,7 @@ def native_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         elif message.role == "tool":
             entry["tool_call_id"] = message.tool_call_id
             entry["name"] = message.name
+            entry["content"] = tool_response(message)
         out.append(entry)
     return out
 
@@ -160,12 +161,27 @@ def plain_messages(request: ModelRequest) -> list[dict[str, Any]]:
             content = "\n".join([content, *calls] if content else calls)
         elif role == "tool":
             role = "user"
-            content = f"<tool_response>\n{content}\n</tool_response>"
+            content = f"<tool_response>\n{tool_response(message)}\n</tool_response>"
         if out and out[-1]["role"] == role and role != "system":
             out[-1]["content"] += "\n" + content
         else:
             out.append({"role": role, "content": content})
     return out
+
+
+def tool_response(message: Message) -> str:
+    """A result as Hermes' format writes it: ``{"name": tool, "content": value}``.
+
+    Templates print a result's text bare; a bare ``0.92`` does not say which
+    call it answers, and small models then make the same call again. JSON
+    results are nested as values, anything else as a string.
+    """
+    text = message.content or ""
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+    return json.dumps({"name": message.name or "", "content": value}, ensure_ascii=False)
 
 
 def call_text(call: ToolCall) -> str:

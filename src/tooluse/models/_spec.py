@@ -2,20 +2,47 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._exceptions import UsageError
 from ._base import Model
+from ._download import ModelFileError
 from ._scripted import ScriptedModel
 
-__all__ = ["resolve_model"]
+if TYPE_CHECKING:
+    from ._registry import Registry
+
+__all__ = ["DEFAULT_LOCAL", "default_local", "resolve_model"]
+
+#: What plain ``local`` runs: the first of these whose file is here (setup pulls the
+#: first; the embedded SmolLM2 ships with the ``local`` extra, so there is always one).
+DEFAULT_LOCAL = ("qwen2.5-coder-1.5b", "smollm2-135m")
 
 SPECS = (
-    "local (the embedded SmolLM2), local:NAME (see tooluse models list), local:FILE.gguf, "
+    "local (the best installed: qwen2.5-coder-1.5b, else the embedded SmolLM2), "
+    "local:NAME (see tooluse models list), local:FILE.gguf, "
     "local-unconstrained[:NAME|:FILE.gguf], "
     "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server), "
     "anthropic:MODEL"
 )
+
+
+def default_local(registry: Registry) -> str:
+    """The name plain ``local`` runs, warning once when it is not the best one."""
+    for name in DEFAULT_LOCAL:
+        if registry.find(name) is not None:
+            if name != DEFAULT_LOCAL[0]:
+                warnings.warn(
+                    f"{DEFAULT_LOCAL[0]} is not installed, so `local` runs {name}; "
+                    f"`tooluse models pull {DEFAULT_LOCAL[0]}` installs it",
+                    stacklevel=3,
+                )
+            return name
+    raise ModelFileError(
+        f"no local model is installed; run `tooluse models pull {DEFAULT_LOCAL[0]}`"
+    )
 
 
 def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
@@ -29,7 +56,9 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
         if rest and rest not in registry and not Path(rest).is_file():
             names = ", ".join(registry.models)
             raise UsageError(f"no such model file: {rest} (nor a model name: {names})")
-        path = str(registry.locate(rest)) if rest in registry else rest or None
+        if not rest:
+            rest = default_local(registry)
+        path = str(registry.locate(rest)) if rest in registry else rest
         return LocalModel(path, constrained=kind == "local")
     if kind == "scripted":
         if not rest:
