@@ -40,6 +40,8 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "costmodel.py",
         "mcp_client.py",
         "mcp_server.py",
+        "mcp_bench.py",
+        "local_latency.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:
