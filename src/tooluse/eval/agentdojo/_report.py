@@ -43,6 +43,7 @@ class Figures:
 
 
 def figures(rows: Iterable[AgentDojoRow]) -> Figures:
+    rows = list(rows)
     clean = [r for r in rows if r.injection_task is None]
     attacked = [r for r in rows if r.injection_task is not None]
     return Figures(

@@ -34,7 +34,7 @@ from .._task import Call
 from ._models import GroundTruthModel, Instruction
 from ._row import AgentDojoRow
 from ._suites import DEFAULT_VERSION, SUITE_NAMES, Suite, load_suites
-from ._tools import ToolFacts, build_toolbox
+from ._tools import ToolFacts, build_toolbox, tool_facts
 
 __all__ = [
     "ATTACK",
@@ -158,6 +158,10 @@ class AgentDojoBench:
         done = {row.key for row in read_agentdojo_rows(self.results)}
         cases = list(self.cases())
         todo = [c for c in cases if self._key(c) not in done]
+        for suite in {c.suite for c in todo}:
+            tool_facts(suite)  # once per suite, before the first run's clock starts
+            if config.attacks:
+                _attack(suite, config.attack, config.model)  # a bad name fails before any run
         if on_start is not None:
             on_start(len(todo), len(cases))
         new: list[AgentDojoRow] = []
