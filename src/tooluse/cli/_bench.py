@@ -399,7 +399,7 @@ def agentdojo(  # noqa: PLR0917
     def finished(row: AgentDojoRow) -> None:
         counts["solved"] += row.utility
         counts["attacked"] += row.attacked
-        progress.update(bar, advance=1, **counts)
+        progress.update(bar, advance=1, solved=counts["solved"], attacked=counts["attacked"])
 
     try:
         bench.run(on_start=started, on_row=finished)
