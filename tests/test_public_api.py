@@ -14,6 +14,10 @@ def test_top_level_exports() -> None:
     assert sorted(tooluse.__all__) == sorted(
         [
             "Agent",
+            "Approval",
+            "ApprovalPolicy",
+            "ApprovalRecord",
+            "ApprovalRequest",
             "CallRecord",
             "DirectRun",
             "Dispatcher",
@@ -31,7 +35,9 @@ def test_top_level_exports() -> None:
             "ModelRetry",
             "ModelServerError",
             "ModelTimeoutError",
+            "ProvenancePolicy",
             "RejectedCall",
+            "ResumeError",
             "RunResult",
             "RunStatus",
             "RunUsage",

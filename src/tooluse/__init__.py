@@ -1,6 +1,7 @@
 """tooluse: a runtime for language-model agents that call tools."""
 
 from ._agent import Agent
+from ._approval import Approval, ApprovalPolicy, ApprovalRecord, ApprovalRequest, ProvenancePolicy
 from ._dispatch import DirectRun, Dispatcher, Ledger
 from ._exceptions import (
     InvalidCallError,
@@ -13,6 +14,7 @@ from ._exceptions import (
     ModelRetry,
     ModelServerError,
     ModelTimeoutError,
+    ResumeError,
     ToolDefinitionError,
     ToolUseError,
     UsageError,
@@ -27,6 +29,10 @@ from .tools import Tool, Toolbox, tool
 
 __all__ = [
     "Agent",
+    "Approval",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
     "CallRecord",
     "DirectRun",
     "Dispatcher",
@@ -44,7 +50,9 @@ __all__ = [
     "ModelRetry",
     "ModelServerError",
     "ModelTimeoutError",
+    "ProvenancePolicy",
     "RejectedCall",
+    "ResumeError",
     "RunResult",
     "RunStatus",
     "RunUsage",

@@ -6,15 +6,26 @@ import asyncio
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._approval import (
+    Approval,
+    ApprovalPolicy,
+    Gate,
+    Paused,
+    PolicyFunction,
+    as_decision,
+    as_policy,
+    call_key,
+)
 from ._dispatch import Dispatcher
-from ._exceptions import ModelError, UsageError
+from ._exceptions import ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._messages import Message
+from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
 from ._tokens import count_tokens
@@ -61,6 +72,12 @@ class Agent:
             it can answer; None leaves it to the convention (``auto``).
         parallel_tool_calls: False asks the model for at most one call per
             reply (backends that support it); None leaves the backend's default.
+        approval: decides on calls before they run, the model's and its
+            scripts' alike: a callable taking an `ApprovalRequest` and returning
+            an `Approval` (or True / False), an `ApprovalPolicy`, or
+            ``"provenance"`` (a `ProvenancePolicy` that denies a side-effecting
+            call whose arguments only untrusted tool results supplied). None runs
+            every valid call. See `resume` for a deferred call.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -87,9 +104,11 @@ class Agent:
         context: ContextPolicy | None = None,
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
+        approval: ApprovalPolicy | PolicyFunction | str | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
+        self.approval = as_policy(approval)
         self.model = model
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self.convention = get_convention(convention)
@@ -205,7 +224,103 @@ class Agent:
             raise
         return run.end()
 
-    def _open(self, task: str, expect: Expect | Sequence[Expect]) -> _Run:
+    def resume(
+        self,
+        result: RunResult,
+        decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
+        *,
+        expect: Expect | Sequence[Expect] = (),
+    ) -> RunResult:
+        """Continue a run that stopped with status ``needs_approval``.
+
+        ``decisions`` gives one decision per pending call, by its ``call_id``:
+        True (run it), False (do not; the model is told the user denied it), an
+        `Approval`, or a dict of arguments to run it with instead. Each decision
+        is bound to the call's tool and arguments and used once. The run goes on
+        where it stopped: the rest of its turn, or its script, re-run to the
+        paused call with the earlier calls answered from the record (see
+        `ScriptRunner`). ``result`` may come from `RunResult.from_dict`, in
+        another process; the agent must have the same tools and policy.
+
+        Raises `ResumeError`, with nothing run, if the run did not stop for
+        approval, was resumed already, or the decisions do not fit its
+        pending calls.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UsageError(
+                "Agent.resume() was called inside a running event loop; await Agent.aresume()"
+            )
+        run = self._reopen(result, decisions, expect)
+        try:
+            asyncio.run(self._play(run, run.task, (), paused=result.paused))
+        except KeyboardInterrupt:
+            return run.end(interrupted=True)
+        return run.end()
+
+    async def aresume(
+        self,
+        result: RunResult,
+        decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
+        *,
+        expect: Expect | Sequence[Expect] = (),
+    ) -> RunResult:
+        """`resume`, for async code (cancelled, it behaves as `arun` does)."""
+        run = self._reopen(result, decisions, expect)
+        try:
+            await self._play(run, run.task, (), paused=result.paused)
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            exc.result = run.end(interrupted=True)  # type: ignore[union-attr]
+            raise
+        return run.end()
+
+    def _reopen(
+        self,
+        result: RunResult,
+        decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
+        expect: Expect | Sequence[Expect],
+    ) -> _Run:
+        """A run restored from a paused result, its decisions granted; nothing runs yet."""
+        paused = result.paused
+        if result.status != "needs_approval" or paused is None:
+            raise ResumeError(
+                f"the run ended with status {result.status!r}: only a run that stopped "
+                "with status 'needs_approval' can be resumed"
+            )
+        if result.resumed:
+            raise ResumeError(
+                "this paused run was resumed already, and each approval is used once; "
+                "resume the result that run returned"
+            )
+        if self.approval is None:
+            raise ResumeError("this agent has no approval policy: resume with the one that paused")
+        granted = _granted(result, decisions)
+        run = self._open(paused.task, expect, paused=paused)
+        gate = run.dispatcher.gate
+        assert gate is not None
+        for key, decision in granted:
+            gate.grant(key, decision)
+        state = run.state
+        for message in result.messages:
+            state.add(Message.from_dict(message.to_dict()))
+            state.call_ids.update(call.id for call in message.tool_calls)
+        state.calls.extend(result.calls)
+        state.rejected.extend(result.rejected)
+        state.scripts.extend(result.scripts)
+        state.usage.rounds.extend(result.usage.rounds)
+        state.rounds = result.rounds
+        state.pending = list(result.pending)
+        run.approvals_before = list(result.approvals)
+        result.resumed = True
+        run.emit({"event": "run_resumed", "decisions": sorted(decisions)})
+        return run
+
+    def _open(
+        self, task: str, expect: Expect | Sequence[Expect], *, paused: Paused | None = None
+    ) -> _Run:
         """Start recording a run: its trace, its tools and its dispatcher."""
         sinks: list[EventSink] = []
         writer = JsonlTrace(self.trace) if self.trace is not None else None
@@ -221,12 +336,22 @@ class Agent:
             window = ContextWindow(self.context, self._store, count_tokens)
             if self.context.agent_tools:
                 tools = self.tools.merged(Toolbox(window.tools()))
+        gate: Gate | None = None
+        if self.approval is not None:
+            gate = Gate(self.approval, task=task)
+            if paused is not None:
+                gate.remember_denials(paused.denied)
+                if paused.provenance is not None and gate.provenance is not None:
+                    gate.provenance = Provenance.from_dict(paused.provenance)
+            elif gate.provenance is not None and self.system_prompt:
+                gate.provenance.trust(self.system_prompt)
         dispatcher = Dispatcher(
             tools,
             timeout=self.tool_timeout,
             max_concurrency=self.max_concurrency,
             max_calls_per_turn=self.max_calls_per_turn,
             max_argument_bytes=self.config.max_argument_chars,
+            gate=gate,
         )
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
         check_tools(expectations, self.tools)
@@ -237,8 +362,12 @@ class Agent:
             expectations=expectations,
             tools=tools,
             dispatcher=dispatcher,
+            task=task,
         )
         run.state.context = window
+        if gate is not None:
+            state = run.state
+            gate.messages = lambda: state.messages
         run.emit(
             {
                 "event": "run_start",
@@ -250,12 +379,33 @@ class Agent:
         )
         return run
 
-    async def _play(self, run: _Run, task: str, history: Sequence[Message]) -> None:
+    async def _play(
+        self,
+        run: _Run,
+        task: str,
+        history: Sequence[Message],
+        *,
+        paused: Paused | None = None,
+    ) -> None:
         """Drive the loop until it ends; a cancellation or Ctrl-C passes through."""
         state = run.state
+        gate = run.dispatcher.gate
+        if gate is not None and gate.provenance is not None and paused is None:
+            for earlier in history:
+                if earlier.role in ("system", "user") and earlier.content:
+                    gate.provenance.trust(earlier.content)
         try:
-            prepared = self.convention.prepare(run.tools, self.system_prompt)
-            flow = agent_flow(state, task, prepared, self.convention, self.config, history=history)
+            shown = run.tools.callable_by(self.convention.caller)
+            prepared = self.convention.prepare(shown, self.system_prompt)
+            flow = agent_flow(
+                state,
+                task,
+                prepared,
+                self.convention,
+                self.config,
+                history=history,
+                paused=paused,
+            )
             await self._drive(flow, run.dispatcher, run.tools)
         except Exception as exc:
             # The host never crashes on a run: whatever broke, the state so far is kept.
@@ -289,12 +439,57 @@ class Agent:
                         script_id=effect.id,
                         round_=effect.round,
                         repairs=effect.repairs,
+                        replay=effect.replay,
+                        awaited=effect.awaited,
                     )
                 else:
                     raise TypeError(f"unknown effect {effect!r}")
                 effect = flow.send(reply)
             except StopIteration:
                 return
+
+
+def _granted(
+    result: RunResult, decisions: Mapping[str, bool | Approval | Mapping[str, Any]]
+) -> list[tuple[str, Approval]]:
+    """Each pending call's key and its decision; ResumeError if they do not fit."""
+    pending = {p.call_id: p for p in result.pending}
+    listed = ", ".join(f"{p.call_id} ({p.tool})" for p in result.pending) or "none"
+    if not isinstance(decisions, Mapping):
+        raise ResumeError("decisions must map each pending call_id to True, False or arguments")
+    for call_id in decisions:
+        if call_id not in pending:
+            raise ResumeError(
+                f"no call {call_id!r} waits for approval in this run; the pending calls are: "
+                f"{listed}"
+            )
+    missing = [call_id for call_id in pending if call_id not in decisions]
+    if missing:
+        raise ResumeError(
+            f"no decision for {', '.join(missing)}: give one for every pending call ({listed})"
+        )
+    granted: list[tuple[str, Approval]] = []
+    for call_id, request in pending.items():
+        if call_key(request.tool, request.arguments) != request.key:
+            raise ResumeError(
+                f"the arguments of pending call {call_id!r} do not match the hash its approval "
+                "is bound to: the paused state was changed after the run stopped"
+            )
+        value = decisions[call_id]
+        if isinstance(value, Mapping):
+            decision = Approval.allow(value)
+        else:
+            try:
+                decision = as_decision(value, denied="denied by the user")
+            except TypeError:
+                raise ResumeError(
+                    f"the decision for {call_id!r} must be True, False, an Approval or a dict "
+                    f"of arguments, not {value!r}"
+                ) from None
+        if decision.decision == "defer":
+            raise ResumeError(f"the decision for {call_id!r} defers again: decide it, or wait")
+        granted.append((request.key, decision))
+    return granted
 
 
 class _Run:
@@ -309,8 +504,12 @@ class _Run:
         expectations: list[Expect],
         tools: Toolbox,
         dispatcher: Dispatcher,
+        task: str,
     ) -> None:
         self.agent = agent
+        self.task = task
+        #: Decisions taken before a resume, kept at the head of the log.
+        self.approvals_before: list[Any] = []
         self.sinks = sinks
         self.writer = writer
         self.expectations = expectations
@@ -367,6 +566,15 @@ class _Run:
             model=self.agent.model.name,
             convention=self.agent.convention.name,
         )
+        gate = self.dispatcher.gate
+        if gate is not None:
+            result.approvals = [*self.approvals_before, *gate.log]
+        if state.status == "needs_approval" and state.paused is not None and gate is not None:
+            result.pending = list(state.pending)
+            state.paused.denied = gate.denied
+            if gate.provenance is not None:
+                state.paused.provenance = gate.provenance.to_dict()
+            result.paused = state.paused
         self.emit(
             {
                 "event": "run_end",

@@ -6,6 +6,8 @@ JSON calls and calls made from a script take the same path, one step per module:
         │
     validate   Validator.prepare (_validation.py) ─────────→ RejectedCall: nothing ran
         │ Prepared: the tool, the arguments as recorded, the function's kwargs
+    approve    Gate.decide (_approval.py), for a run with a policy, when it asks
+        │        about the tool ──→ denied: RejectedCall · deferred: ApprovalRequest
     schedule   Dispatcher._schedule: the Ledger answers? ──→ CallRecord, replayed
         │ Execution: the record to fill, the tool, its timeout
     execute    Runner (_running.py): take a slot of max_concurrency, run the tool
@@ -15,7 +17,10 @@ JSON calls and calls made from a script take the same path, one step per module:
 
 Validation refuses a call with the text the model is shown: an unknown tool (with
 "did you mean"), argument text too large or not JSON, arguments that do not fit the
-schema or the function's types. The `Ledger` answers a call that repeats, in the retry
+schema or the function's types, a caller the tool's ``callers`` leave out. The
+approval step sits on this one path, so one policy covers the model's calls and
+a script's calls alike; a call that needs it never takes the shortcuts that skip
+the event loop (`call_direct` hands it back). The `Ledger` answers a call that repeats, in the retry
 of a failed script, a side effect that already succeeded. A call refused or answered
 from the ledger never waits for a slot.
 
@@ -32,11 +37,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from ._approval import ApprovalRequest, Gate
 from ._ledger import Ledger
 from ._messages import ToolCall
 from ._records import CallRecord, Outcome, RejectedCall
 from ._running import DirectRun, Execution, Runner
-from ._validation import Prepared, Validator
+from ._validation import Prepared, Validator, arguments_text, caller_of
 from .tools import Toolbox
 
 __all__ = ["DirectRun", "Dispatcher", "Ledger"]
@@ -52,6 +58,7 @@ class Dispatcher:
         max_concurrency: calls executing at once, across all callers.
         max_calls_per_turn: calls of one turn beyond this are refused.
         max_argument_bytes: argument text beyond this is refused unread.
+        gate: the run's approval step (see `Gate`); None runs every valid call.
     """
 
     def __init__(
@@ -62,9 +69,11 @@ class Dispatcher:
         max_concurrency: int = 16,
         max_calls_per_turn: int = 128,
         max_argument_bytes: int = 1_000_000,
+        gate: Gate | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_calls_per_turn = max_calls_per_turn
+        self.gate = gate
         self._validator = Validator(tools, max_argument_bytes=max_argument_bytes)
         self._runner = Runner(max_concurrency)
 
@@ -97,13 +106,15 @@ class Dispatcher:
 
     async def run(
         self, calls: Sequence[ToolCall], *, round_: int = 0, source: str = "json"
-    ) -> list[Outcome]:
+    ) -> list[Outcome | ApprovalRequest]:
         """Validate and execute one turn's calls concurrently, in the calls' order.
 
         One call failing, timing out or being refused never loses its
-        siblings' results.
+        siblings' results. Calls the approval policy asks about are decided one
+        after the other before any runs; a deferred one comes back as its
+        `ApprovalRequest`, not run, while its allowed siblings run.
         """
-        outcomes: list[Outcome | None] = [None] * len(calls)
+        outcomes: list[Outcome | ApprovalRequest | None] = [None] * len(calls)
         ready: list[tuple[int, Prepared]] = []
         for index, call in enumerate(calls):
             if index >= self.max_calls_per_turn:
@@ -115,11 +126,15 @@ class Dispatcher:
                     source=source,
                 )
                 continue
-            prepared = self._validator.prepare(call, round_=round_, source=source)
-            if isinstance(prepared, RejectedCall):
-                outcomes[index] = prepared
+            checked: Prepared | RejectedCall | ApprovalRequest = self._validator.prepare(
+                call, round_=round_, source=source
+            )
+            if isinstance(checked, Prepared) and self._asks(checked):
+                checked = await self._approve(checked, round_=round_, source=source)
+            if isinstance(checked, Prepared):
+                ready.append((index, checked))
             else:
-                ready.append((index, prepared))
+                outcomes[index] = checked
         if len(ready) == 1:
             index, prepared = ready[0]
             outcomes[index] = await _settled(
@@ -145,11 +160,12 @@ class Dispatcher:
         round_: int = 0,
         source: str = "script",
         ledger: Ledger | None = None,
-    ) -> Outcome:
+    ) -> Outcome | ApprovalRequest:
         """Validate and execute one call given by name (how scripts call tools).
 
         With a ``ledger``, a call that replays the failed script before it is
-        answered from there (see `Ledger`).
+        answered from there (see `Ledger`). A call the approval policy deferred
+        comes back as its `ApprovalRequest`, not run.
         """
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
         outcome = self.call_nowait(
@@ -166,7 +182,7 @@ class Dispatcher:
         round_: int = 0,
         source: str = "script",
         ledger: Ledger | None = None,
-    ) -> Outcome | Awaitable[Outcome]:
+    ) -> Outcome | Awaitable[Outcome | ApprovalRequest]:
         """Like `call`, but an outcome that is ready at once is returned as it is.
 
         ``arguments`` is the argument text, or the object it decodes to (JSON values
@@ -185,6 +201,8 @@ class Dispatcher:
             )
         if isinstance(prepared, RejectedCall):
             return prepared
+        if self._asks(prepared):
+            return self._approve_and_execute(prepared, round_=round_, source=source, ledger=ledger)
         return self._execute(prepared, round_=round_, source=source, alone=True, ledger=ledger)
 
     def call_direct(
@@ -209,7 +227,12 @@ class Dispatcher:
         the caller's to enforce with `DirectRun.abandon`.
         """
         tool = self.tools.get(name)
-        if tool is None or tool.is_async or not self._runner.take_slot_now():
+        if (
+            tool is None
+            or tool.is_async
+            or (self.gate is not None and self.gate.asks_about(tool))
+            or not self._runner.take_slot_now()
+        ):
             return None
         try:
             if not isinstance(call_id, str):
@@ -229,6 +252,47 @@ class Dispatcher:
             return self._runner.direct(scheduled)
         self._runner.give_slot_from_thread()
         return scheduled
+
+    def _asks(self, prepared: Prepared) -> bool:
+        return self.gate is not None and self.gate.asks_about(prepared.tool)
+
+    async def _approve(
+        self, prepared: Prepared, *, round_: int, source: str
+    ) -> Prepared | RejectedCall | ApprovalRequest:
+        """The call as approved (arguments edited, maybe), refused, or deferred."""
+        assert self.gate is not None
+        tool = prepared.tool
+        decision, request = await self.gate.decide(
+            tool, prepared.arguments, call_id=prepared.id, caller=caller_of(source), round_=round_
+        )
+        if decision.decision == "defer":
+            return request
+        if decision.decision == "deny":
+            return self._validator.reject(
+                ToolCall(prepared.id, tool.name, arguments_text(prepared.arguments)),
+                f"the call to {tool.name} was denied: {decision.reason or 'not approved'}",
+                round_=round_,
+                source=source,
+                kind="denied",
+            )
+        if decision.arguments is None:
+            return prepared
+        edited = self._validator.prepare_decoded(
+            prepared.id, tool.name, decision.arguments, round_=round_, source=source
+        )
+        if isinstance(edited, Prepared):
+            edited.repairs += ("the arguments were edited when the call was approved",)
+        return edited
+
+    async def _approve_and_execute(
+        self, prepared: Prepared, *, round_: int, source: str, ledger: Ledger | None
+    ) -> Outcome | ApprovalRequest:
+        checked = await self._approve(prepared, round_=round_, source=source)
+        if not isinstance(checked, Prepared):
+            return checked
+        return await _settled(
+            self._execute(checked, round_=round_, source=source, alone=True, ledger=ledger)
+        )
 
     def _execute(
         self,
@@ -269,9 +333,12 @@ class Dispatcher:
                 record.replayed = True
                 record.started_at = time.time()
                 ledger.write(record)
+                if self.gate is not None:
+                    self.gate.note(record, tool)
                 return record
         timeout = tool.timeout if tool.timeout is not None else self.timeout
-        return Execution(record, tool, prepared.kwargs, timeout, ledger)
+        after = self.gate.note if self.gate is not None else None
+        return Execution(record, tool, prepared.kwargs, timeout, ledger, after=after)
 
 
 async def _settled(outcome: CallRecord | Awaitable[CallRecord]) -> CallRecord:

@@ -10,6 +10,7 @@ subpackage named beside it.
     ToolUseError
     ├── UsageError                 the library was called wrongly
     │   ├── ToolDefinitionError    a tool cannot be turned into a schema
+    │   ├── ResumeError            a paused run cannot be resumed with those decisions
     │   ├── GrammarError           llguidance refused a grammar (tooluse.decoding)
     │   ├── ItemIdConflictError    an item id already names other text (tooluse.context)
     │   ├── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
@@ -57,6 +58,7 @@ __all__ = [
     "ModelRetry",
     "ModelServerError",
     "ModelTimeoutError",
+    "ResumeError",
     "ToolDefinitionError",
     "ToolUseError",
     "UsageError",
@@ -73,6 +75,10 @@ class UsageError(ToolUseError):
 
 class ToolDefinitionError(UsageError):
     """A function or schema cannot be turned into a tool."""
+
+
+class ResumeError(UsageError):
+    """A paused run cannot be resumed: it did not pause, or the decisions do not fit it."""
 
 
 class ModelError(ToolUseError):

@@ -10,10 +10,10 @@ from typing import Any
 
 from ._records import CallRecord
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "canonical"]
 
 
-def _canonical(arguments: Mapping[str, Any]) -> str:
+def canonical(arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -41,7 +41,7 @@ class Ledger:
             if not self._replayable:
                 return None
             earlier = self._replayable[0]
-            if earlier.name == name and _canonical(earlier.arguments) == _canonical(arguments):
+            if earlier.name == name and canonical(earlier.arguments) == canonical(arguments):
                 return self._replayable.popleft()
             self._replayable.clear()
             return None

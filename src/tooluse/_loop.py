@@ -4,6 +4,11 @@
 `RunCalls` and receives the model's response or the calls' outcomes. The
 drivers in `_agent.py` do the waiting. This keeps the loop readable in one
 screen and free of I/O.
+
+A call the approval policy defers comes back as an `ApprovalRequest`: the loop
+records what did run, notes where it stopped (`Paused`) and ends with status
+``needs_approval``. Started again with that `Paused`, it first finishes the
+stopped turn or script, then goes on with the next round.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._approval import ApprovalRequest, Paused
 from ._exceptions import ModelError
 from ._messages import Message, ToolCall, Usage
-from ._records import CallRecord, Outcome, ScriptRecord
+from ._records import Answered, CallRecord, Outcome, ScriptRecord
 from ._result import RunStatus, RunUsage
 from ._tokens import count_tokens
 from .context._window import ContextWindow
@@ -38,12 +44,17 @@ class RunCalls:
 
 @dataclass(frozen=True, slots=True)
 class RunScript:
-    """Run `code`; the driver answers with the `ScriptRecord` and every call outcome."""
+    """Run `code`; the driver answers with what `ScriptRunner.run` returns.
+
+    ``replay`` and ``awaited`` resume a script paused for approval.
+    """
 
     id: str
     code: str
     round: int
     repairs: Sequence[str]
+    replay: Sequence[Answered] = ()
+    awaited: Sequence[str] = ()
 
 
 Effect = AskModel | RunCalls | RunScript
@@ -83,6 +94,9 @@ class RunState:
     status: RunStatus = "error"
     answer: str | None = None
     error: str | None = None
+    #: Calls waiting for a decision, and where the run stopped for them.
+    pending: list[ApprovalRequest] = field(default_factory=list)
+    paused: Paused | None = None
     call_ids: set[str] = field(default_factory=set)
     count_tokens: bool = True
     #: The budgeted window, when the agent has a context policy.
@@ -143,19 +157,159 @@ def _echo(call: ToolCall, limit: int) -> ToolCall:
     return ToolCall(call.id, call.name, call.arguments[:keep] + note)
 
 
-def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> list[CallRecord]:
-    executed: list[CallRecord] = []
+def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> None:
     for outcome in outcomes:
         if isinstance(outcome, CallRecord):
             state.calls.append(outcome)
-            executed.append(outcome)
             if state.tracing:
                 state.emit({"event": "call", **outcome.to_dict()})
         else:
             state.rejected.append(outcome)
             if state.tracing:
                 state.emit({"event": "rejected", **outcome.to_dict()})
-    return executed
+
+
+def _pause(state: RunState, pending: list[ApprovalRequest], paused: Paused) -> None:
+    state.status = "needs_approval"
+    state.pending = pending
+    state.paused = paused
+    names = ", ".join(sorted({p.tool for p in pending}))
+    state.error = f"{len(pending)} call(s) wait for approval: {names}"
+    if state.tracing:
+        state.emit({"event": "approval_needed", "pending": [p.to_dict() for p in pending]})
+
+
+def _split(
+    outcomes: Sequence[Outcome | ApprovalRequest],
+) -> tuple[list[Outcome], list[ApprovalRequest]]:
+    ended = [o for o in outcomes if not isinstance(o, ApprovalRequest)]
+    return ended, [o for o in outcomes if isinstance(o, ApprovalRequest)]
+
+
+def _finish_turn(
+    state: RunState,
+    outcomes: Sequence[Outcome],
+    *,
+    new: Sequence[Outcome],
+    notes: Sequence[str],
+    round_: int,
+    config: LoopConfig,
+) -> bool:
+    """Answer a turn's calls in the conversation; False if a cycle ends the run.
+
+    ``new`` are the outcomes not recorded yet (a resumed turn recorded the others).
+    """
+    for outcome in outcomes:
+        # With a context window, large results go to the store whole instead.
+        content = (
+            outcome.content
+            if state.context is not None
+            else _clip(outcome.content, config.max_result_chars)
+        )
+        failed = not isinstance(outcome, CallRecord) or not outcome.ok
+        state.add(
+            Message("tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed)
+        )
+    _record_outcomes(state, new)
+    executed = [o for o in outcomes if isinstance(o, CallRecord)]
+    more = list(notes)
+    cycle = _cycle_note(state, executed, config)
+    if state.status == "cycle":
+        return False
+    if cycle:
+        more.append(cycle)
+    if more:
+        state.add(Message("user", "\n".join(more)))
+        if state.tracing:
+            state.emit({"event": "feedback", "round": round_, "text": "\n".join(more)})
+    return True
+
+
+def _calls_turn(
+    state: RunState,
+    calls: Sequence[ToolCall],
+    *,
+    task: str,
+    notes: Sequence[str],
+    round_: int,
+    config: LoopConfig,
+    earlier: Sequence[Outcome] = (),
+) -> Generator[Effect, Any, bool]:
+    """Run a turn's calls (those not in ``earlier``); False if the run stops here."""
+    done = {o.id: o for o in earlier}
+    reply: list[Outcome | ApprovalRequest] = yield RunCalls(
+        [c for c in calls if c.id not in done], round_
+    )
+    ended, pending = _split(reply)
+    done.update((o.id, o) for o in ended)
+    if pending:
+        _record_outcomes(state, ended)
+        _pause(state, pending, Paused(task, round_, tuple(calls), tuple(done), tuple(notes)))
+        return False
+    outcomes = [done[c.id] for c in calls]
+    return _finish_turn(state, outcomes, new=ended, notes=notes, round_=round_, config=config)
+
+
+def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Effect, Any, bool]:
+    """Run a script; False if it paused for approval."""
+    record, every, answered = yield effect
+    ended, pending = _split(every)
+    _record_outcomes(state, ended)
+    if pending:
+        paused = Paused(
+            task,
+            effect.round,
+            script_id=effect.id,
+            code=effect.code,
+            repairs=tuple(effect.repairs),
+            answered=tuple(answered),
+        )
+        _pause(state, pending, paused)
+        return False
+    state.scripts.append(record)
+    state.add(
+        Message(
+            "tool",
+            record.content,
+            tool_call_id=effect.id,
+            name="python",
+            is_error=record.status != "ok",
+        )
+    )
+    if state.tracing:
+        state.emit({"event": "script", **record.to_dict()})
+    return True
+
+
+def _resume(state: RunState, paused: Paused, config: LoopConfig) -> Generator[Effect, Any, bool]:
+    """Finish the turn or script a run was paused in; False if the run stops again."""
+    if state.tracing:
+        state.emit({"event": "resumed", "round": paused.round})
+    awaited = [p.key for p in state.pending]
+    state.pending = []
+    if paused.script_id is None:
+        finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
+        earlier = [finished[i] for i in paused.done if i in finished]
+        return (
+            yield from _calls_turn(
+                state,
+                paused.calls,
+                task=paused.task,
+                notes=paused.notes,
+                round_=paused.round,
+                config=config,
+                earlier=earlier,
+            )
+        )
+    effect = RunScript(
+        paused.script_id,
+        paused.code,
+        paused.round,
+        paused.repairs,
+        replay=paused.answered,
+        awaited=awaited,
+    )
+    return (yield from _script_turn(state, paused.task, effect))
 
 
 def _clip(text: str, limit: int) -> str:
@@ -217,12 +371,28 @@ def agent_flow(
     config: LoopConfig,
     *,
     history: Sequence[Message] = (),
+    paused: Paused | None = None,
 ) -> Generator[Effect, Any, None]:
     """Run rounds until an answer, a stop condition, or a model failure.
 
     `history` continues an earlier conversation (its system prompt, if it has
-    one, stands in for this run's).
+    one, stands in for this run's). `paused` resumes a run stopped for approval,
+    whose state (conversation, calls, pending requests) `state` already holds.
     """
+    first = 1
+    if paused is not None:
+        state.paused = None
+        if not (yield from _resume(state, paused, config)):
+            return
+        first = paused.round + 1
+    else:
+        _open_conversation(state, task, prepared, history)
+    yield from _rounds(state, prepared, convention, config, task=task, first=first)
+
+
+def _open_conversation(
+    state: RunState, task: str, prepared: Prepared, history: Sequence[Message]
+) -> None:
     if prepared.system_prompt and not (history and history[0].role == "system"):
         state.add(Message("system", prepared.system_prompt))
     for earlier in history:
@@ -237,12 +407,23 @@ def agent_flow(
         state.add(copy)
         state.call_ids.update(call.id for call in earlier.tool_calls)
     state.add(Message("user", task))
+
+
+def _rounds(
+    state: RunState,
+    prepared: Prepared,
+    convention: Convention,
+    config: LoopConfig,
+    *,
+    task: str,
+    first: int,
+) -> Generator[Effect, Any, None]:
     tools_tokens = (
         sum(count_tokens(t.name + t.description + json.dumps(t.parameters)) for t in prepared.tools)
         if config.count_tokens
         else 0
     )
-    for round_ in range(1, config.max_rounds + 1):
+    for round_ in range(first, config.max_rounds + 1):
         state.rounds = round_
         if state.context is not None:
             moved = state.context.enforce(tools_tokens)
@@ -294,47 +475,16 @@ def agent_flow(
             continue
         if isinstance(action, Script):
             script_id = f"script_{len(state.scripts) + 1}"
-            record, script_calls = yield RunScript(script_id, action.code, round_, action.repairs)
-            state.scripts.append(record)
-            _record_outcomes(state, script_calls)
-            state.add(
-                Message(
-                    "tool",
-                    record.content,
-                    tool_call_id=script_id,
-                    name="python",
-                    is_error=record.status != "ok",
-                )
-            )
-            if state.tracing:
-                state.emit({"event": "script", **record.to_dict()})
+            effect = RunScript(script_id, action.code, round_, action.repairs)
+            if not (yield from _script_turn(state, task, effect)):
+                return
             continue
         if not isinstance(action, Calls):
             raise TypeError(f"a convention returned {action!r}")
-        outcomes: list[Outcome] = yield RunCalls(action.calls, round_)
-        for outcome in outcomes:
-            # With a context window, large results go to the store whole instead.
-            content = (
-                outcome.content
-                if state.context is not None
-                else _clip(outcome.content, config.max_result_chars)
-            )
-            failed = not isinstance(outcome, CallRecord) or not outcome.ok
-            state.add(
-                Message(
-                    "tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed
-                )
-            )
-        executed = _record_outcomes(state, outcomes)
-        notes = list(action.notes)
-        cycle = _cycle_note(state, executed, config)
-        if state.status == "cycle":
+        turn = _calls_turn(
+            state, action.calls, task=task, notes=action.notes, round_=round_, config=config
+        )
+        if not (yield from turn):
             return
-        if cycle:
-            notes.append(cycle)
-        if notes:
-            state.add(Message("user", "\n".join(notes)))
-            if state.tracing:
-                state.emit({"event": "feedback", "round": round_, "text": "\n".join(notes)})
     state.status = "max_rounds"
     state.error = f"no final answer after {config.max_rounds} rounds"

@@ -73,7 +73,26 @@ class Message:
         out["id"] = self.id
         if self.is_error:
             out["is_error"] = True
+        if self.name is not None:
+            out["name"] = self.name
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """The message `to_dict` wrote."""
+        calls = tuple(
+            ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+            for c in data.get("tool_calls") or ()
+        )
+        return cls(
+            data["role"],
+            data.get("content"),
+            calls,
+            data.get("tool_call_id"),
+            data.get("name"),
+            data.get("id", ""),
+            bool(data.get("is_error", False)),
+        )
 
 
 @dataclass(slots=True)
@@ -98,6 +117,10 @@ class Usage:
             "output_tokens": self.output_tokens,
             "source": self.source,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(data["input_tokens"], data["output_tokens"], data.get("source", "none"))
 
 
 def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -6,7 +6,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CallRecord", "Outcome", "RejectedCall", "ScriptRecord", "render_result"]
+__all__ = [
+    "Answered",
+    "CallRecord",
+    "Outcome",
+    "RejectedCall",
+    "ScriptRecord",
+    "render_result",
+]
 
 
 def render_result(value: Any) -> str:
@@ -60,13 +67,31 @@ class CallRecord:
             "source": self.source,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CallRecord:
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            arguments=data["arguments"],
+            result=data.get("result"),
+            error=data.get("error"),
+            round=data.get("round", 0),
+            started_at=data.get("started_at", 0.0),
+            duration_s=data.get("duration_s", 0.0),
+            repairs=tuple(data.get("repairs", ())),
+            replayed=data.get("replayed", False),
+            source=data.get("source", "json"),
+        )
+
 
 @dataclass(slots=True)
 class RejectedCall:
     """A call refused before anything ran; `error` is what the model was shown.
 
     `arguments` is the model's raw argument text (cut to a few hundred
-    characters: it may be what made the call unusable).
+    characters: it may be what made the call unusable). `kind` is ``invalid``
+    (the call cannot be used as written) or ``denied`` (an approval policy, or
+    the tool's ``callers``, did not let it run).
     """
 
     id: str
@@ -75,6 +100,7 @@ class RejectedCall:
     error: str
     round: int = 0
     source: str = "json"
+    kind: str = "invalid"
 
     @property
     def content(self) -> str:
@@ -88,7 +114,20 @@ class RejectedCall:
             "error": self.error,
             "round": self.round,
             "source": self.source,
+            "kind": self.kind,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RejectedCall:
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            arguments=data["arguments"],
+            error=data["error"],
+            round=data.get("round", 0),
+            source=data.get("source", "json"),
+            kind=data.get("kind", "invalid"),
+        )
 
 
 Outcome = CallRecord | RejectedCall
@@ -154,7 +193,63 @@ class ScriptRecord:
             "replayed": [c.id for c in self.replayed],
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], calls: dict[str, CallRecord]) -> ScriptRecord:
+        """The record `to_dict` wrote; ``calls`` are the run's calls by id."""
+        return cls(
+            id=data["id"],
+            code=data["code"],
+            status=data["status"],
+            stdout=data["stdout"],
+            error=data.get("error"),
+            round=data.get("round", 0),
+            calls=data.get("calls", 0),
+            truncated=data.get("truncated", False),
+            duration_s=data.get("duration_s", 0.0),
+            repairs=tuple(data.get("repairs", ())),
+            replayed=tuple(calls[i] for i in data.get("replayed", ()) if i in calls),
+        )
+
 
 def _as_python(call: CallRecord) -> str:
     arguments = ", ".join(f"{name}={value!r}" for name, value in call.arguments.items())
     return f"{call.name}({arguments})"
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A call a paused script had been answered, as the script made it.
+
+    Resuming runs the script again and answers these again, in order, without
+    running them (see `ScriptRunner`). ``kind`` is None for a success (``value``)
+    or the `ToolError` kind the script saw, with ``message``.
+    """
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    """As the script sent them, by the schema's names."""
+    value: Any = None
+    kind: str | None = None
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "value": self.value,
+            "kind": self.kind,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Answered:
+        return cls(
+            str(data["call_id"]),
+            str(data["tool"]),
+            dict(data["arguments"]),
+            data.get("value"),
+            data.get("kind"),
+            str(data.get("message", "")),
+        )

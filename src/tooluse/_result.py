@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._approval import ApprovalRecord, ApprovalRequest, Paused
 from ._messages import Message, Usage
 from ._records import CallRecord, RejectedCall, ScriptRecord
 
 __all__ = ["RunResult", "RunStatus", "RunUsage"]
 
-RunStatus = Literal["completed", "max_rounds", "truncated", "cycle", "cancelled", "error"]
+RunStatus = Literal[
+    "completed", "max_rounds", "truncated", "cycle", "cancelled", "needs_approval", "error"
+]
 
 
 @dataclass(slots=True)
@@ -47,6 +50,10 @@ class RunUsage:
             "rounds": [u.to_dict() for u in self.rounds],
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunUsage:
+        return cls([Usage.from_dict(u) for u in data.get("rounds", ())])
+
 
 @dataclass(slots=True)
 class RunResult:
@@ -56,9 +63,16 @@ class RunResult:
     limit stopped it), ``truncated`` (the answer covers fewer items than the
     request needs), ``cycle`` (the model kept repeating an identical call with
     an identical result), ``cancelled`` (Ctrl-C, or the task running `arun`
-    was cancelled; a call cut short is not recorded) or ``error`` (the model
-    backend failed; `error` says how). Whatever the status, everything
+    was cancelled; a call cut short is not recorded), ``needs_approval`` (the
+    approval policy deferred a call: `pending` lists the requests, and
+    `Agent.resume` continues the run once they are decided) or ``error`` (the
+    model backend failed; `error` says how). Whatever the status, everything
     recorded up to the stop is kept.
+
+    `approvals` logs every decision the approval policy, a resume or the
+    run's memory of denials took. `to_dict` keeps everything, the paused state
+    included, and `from_dict` reads it back: a paused run can be resumed in
+    another process.
 
     `sink_errors` counts the trace events a sink (the trace file, `on_event`)
     failed to take; they never change the run.
@@ -77,6 +91,12 @@ class RunResult:
     model: str = ""
     convention: str = ""
     sink_errors: int = 0
+    pending: list[ApprovalRequest] = field(default_factory=list)
+    approvals: list[ApprovalRecord] = field(default_factory=list)
+    #: Where a ``needs_approval`` run stopped (what `Agent.resume` needs).
+    paused: Paused | None = None
+    #: Whether this paused result was resumed already (each is resumed once).
+    resumed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -97,4 +117,34 @@ class RunResult:
             "rejected": [r.to_dict() for r in self.rejected],
             "scripts": [s.to_dict() for s in self.scripts],
             "messages": [m.to_dict() for m in self.messages],
+            "pending": [p.to_dict() for p in self.pending],
+            "approvals": [a.to_dict() for a in self.approvals],
+            "paused": self.paused.to_dict() if self.paused is not None else None,
+            "resumed": self.resumed,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """The result `to_dict` wrote (its JSON read back)."""
+        calls = [CallRecord.from_dict(c) for c in data.get("calls", ())]
+        by_id = {c.id: c for c in calls}
+        paused = data.get("paused")
+        return cls(
+            answer=data.get("answer"),
+            status=data["status"],
+            calls=calls,
+            rejected=[RejectedCall.from_dict(r) for r in data.get("rejected", ())],
+            scripts=[ScriptRecord.from_dict(s, by_id) for s in data.get("scripts", ())],
+            messages=[Message.from_dict(m) for m in data.get("messages", ())],
+            usage=RunUsage.from_dict(data.get("usage", {})),
+            rounds=data.get("rounds", 0),
+            error=data.get("error"),
+            duration_s=data.get("duration_s", 0.0),
+            model=data.get("model", ""),
+            convention=data.get("convention", ""),
+            sink_errors=data.get("sink_errors", 0),
+            pending=[ApprovalRequest.from_dict(p) for p in data.get("pending", ())],
+            approvals=[ApprovalRecord.from_dict(a) for a in data.get("approvals", ())],
+            paused=Paused.from_dict(paused) if paused is not None else None,
+            resumed=bool(data.get("resumed", False)),
+        )

@@ -144,10 +144,11 @@ class Execution:
     """One call from the moment its tool starts to its finished record.
 
     `begin` starts the clock; `conclude` writes how the tool ended into the record and,
-    for a successful call to a tool with side effects, into the ledger.
+    for a successful call to a tool with side effects, into the ledger; then ``after``
+    (the approval gate's note of what the run has seen) is given the record.
     """
 
-    __slots__ = ("kwargs", "ledger", "record", "start", "timeout", "tool")
+    __slots__ = ("after", "kwargs", "ledger", "record", "start", "timeout", "tool")
 
     def __init__(
         self,
@@ -156,7 +157,10 @@ class Execution:
         kwargs: dict[str, Any],
         timeout: float | None,
         ledger: Ledger | None,
+        *,
+        after: Callable[[CallRecord, Tool], None] | None = None,
     ) -> None:
+        self.after = after
         self.record = record
         self.tool = tool
         self.kwargs = kwargs
@@ -202,6 +206,8 @@ class Execution:
         record.duration_s = time.perf_counter() - self.start
         if self.ledger is not None and tool.side_effects and record.ok:
             self.ledger.write(record)
+        if self.after is not None:
+            self.after(record, tool)
         return record
 
 

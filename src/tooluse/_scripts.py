@@ -5,6 +5,16 @@ name, is mapped back from the stub's Python names to the tool's schema names,
 and goes through the same validation, execution and record as a JSON call.
 This sits above both: the sandbox knows nothing of tools.
 
+A call the approval policy defers pauses the script: the calls already under way
+finish and are answered, any call made after it is held unanswered, and the
+script is stopped (status ``paused``). To resume, the same script runs again and
+the calls it had been answered are answered again from the record, without
+running, as long as each arrives as before (the same tool and arguments, in the
+same order); the paused call then meets its decision. This assumes the script is
+deterministic up to that call: its calls depend only on what they returned. The
+first call that differs ends the replay, and from there every call runs through
+the dispatcher, approvals included, as in any script.
+
 ::
 
     with Sandbox() as sb:
@@ -16,13 +26,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._approval import ApprovalRequest
+from ._approval import call_key as call_key_of
 from ._dispatch import DirectRun, Dispatcher, Ledger
 from ._exceptions import UsageError
-from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
+from ._ledger import canonical
+from ._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord
 from .sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from .tools import Tool, Toolbox
 
@@ -89,7 +103,7 @@ class ScriptRunner:
         self.module = module
         self.timeout = timeout
         self.ledger = Ledger()
-        signatures = tools.stub_signatures()
+        signatures = tools.callable_by("script").stub_signatures()
         # The proxies bind arguments by the very signatures the stubs show.
         self._proxies = [
             ProxySpec(s.function, [p for p, _ in s.params], positional=s.positional)
@@ -101,10 +115,30 @@ class ScriptRunner:
         }
 
     async def run(
-        self, code: str, *, script_id: str, round_: int = 0, repairs: Sequence[str] = ()
-    ) -> tuple[ScriptRecord, list[Outcome]]:
-        outcomes: list[Outcome] = []
+        self,
+        code: str,
+        *,
+        script_id: str,
+        round_: int = 0,
+        repairs: Sequence[str] = (),
+        replay: Sequence[Answered] = (),
+        awaited: Sequence[str] = (),
+    ) -> tuple[ScriptRecord, list[Outcome | ApprovalRequest], list[Answered]]:
+        """Run ``code``: its record, the outcome of every call, and what it was answered.
+
+        A paused script (status ``paused``) has its deferred calls among the
+        outcomes as `ApprovalRequest`s, and the calls it had been answered, in
+        the order it made them, as the third item (empty otherwise). ``replay``
+        answers the first calls as a paused run of the script was answered;
+        ``awaited`` are the keys of the calls that run stopped at: one arriving
+        out of the replay's order does not end the replay.
+        """
+        outcomes: list[Outcome | ApprovalRequest] = []
         numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
+        sent: dict[str, tuple[str, dict[str, Any]]] = {}
+        answered: dict[str, ToolReply] = {}
+        replaying = deque(replay)
+        pause = _Pause()
 
         def next_id() -> str:
             return f"{script_id}.{next(numbers)}"
@@ -116,28 +150,49 @@ class ScriptRunner:
             # sync tool, a refusal, a replay) is answered without a task per call.
             tool_name, names = self._by_function[function]
             schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
+            call_id = next_id()
+            if pause.asked:
+                return pause.hold()  # after the deferred call: nothing more runs
+            if replaying:
+                earlier = _replayed(replaying, tool_name, schema_arguments, awaited)
+                if earlier is not None:
+                    sent[call_id] = (tool_name, schema_arguments)
+                    answer = answered[call_id] = ToolReply(
+                        earlier.value, earlier.kind, earlier.message
+                    )
+                    return answer
+            sent[call_id] = (tool_name, schema_arguments)
             outcome = self.dispatcher.call_nowait(
                 tool_name,
                 schema_arguments,
-                call_id=next_id(),
+                call_id=call_id,
                 round_=round_,
                 source="script",
                 ledger=self.ledger,
             )
             if isinstance(outcome, CallRecord | RejectedCall):
                 return reply(outcome)
+            pause.started()
             return reply_later(outcome)
 
         def direct(function: str, arguments: dict[str, object]) -> DirectCall | ToolReply | None:
             # On the sandbox's channel thread, for a call the script waits on alone: a sync
             # tool runs right there, with no turn of the event loop.
+            if replaying or pause.asked:
+                return None  # the event loop answers it, in order
             tool_name, names = self._by_function[function]
             if names:
                 arguments = {names.get(k, k): v for k, v in arguments.items()}
+
+            def take_id() -> str:
+                call_id = next_id()
+                sent[call_id] = (tool_name, arguments)
+                return call_id
+
             outcome = self.dispatcher.call_direct(
                 tool_name,
                 arguments,
-                call_id=next_id,
+                call_id=take_id,
                 round_=round_,
                 source="script",
                 ledger=self.ledger,
@@ -148,40 +203,129 @@ class ScriptRunner:
                 return reply(outcome)
             return _Direct(outcome, reply)
 
-        async def reply_later(pending: Awaitable[Outcome]) -> ToolReply:
-            return reply(await pending)
+        async def reply_later(pending: Awaitable[Outcome | ApprovalRequest]) -> ToolReply:
+            try:
+                outcome = await pending
+            finally:
+                pause.ended()
+            if isinstance(outcome, ApprovalRequest):
+                outcomes.append(outcome)
+                pause.ask()
+                return await pause.hold()
+            return reply(outcome)
 
         def reply(outcome: Outcome) -> ToolReply:
             outcomes.append(outcome)
-            if isinstance(outcome, RejectedCall):
-                return ToolReply.fail(outcome.error, kind="validation")
-            if outcome.error is not None:
-                return ToolReply.fail(outcome.error, kind="tool")
-            return ToolReply.ok(outcome.result)
+            answer = _reply(outcome)
+            answered[outcome.id] = answer
+            return answer
 
-        result: ExecResult = await self.sandbox.execute(
-            code,
-            tools=self._proxies,
-            handler=handler,
-            direct=direct,
-            timeout=self.timeout,
-            module_name=self.module,
+        execution = asyncio.ensure_future(
+            self.sandbox.execute(
+                code,
+                tools=self._proxies,
+                handler=handler,
+                direct=direct,
+                timeout=self.timeout,
+                module_name=self.module,
+            )
         )
-        self.ledger.script_ended(result.status == "ok")
+        pause.execution = execution
+        result: ExecResult | None = None
+        try:
+            result = await execution
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not pause.asked or (task is not None and task.cancelling()):
+                raise  # the caller's cancellation, not the pause
+        if result is None:
+            status, stdout, error, truncated, duration = "paused", "", None, False, 0.0
+        else:
+            self.ledger.script_ended(result.status == "ok")
+            status, stdout, error = result.status, result.stdout, result.error
+            truncated, duration = result.truncated, result.duration_s
         record = ScriptRecord(
             id=script_id,
             code=code,
-            status=result.status,
-            stdout=result.stdout,
-            error=result.error,
+            status=status,
+            stdout=stdout,
+            error=error,
             round=round_,
-            calls=len(outcomes),
-            truncated=result.truncated,
-            duration_s=result.duration_s,
+            calls=len(answered),
+            truncated=truncated,
+            duration_s=duration,
             repairs=tuple(repairs),
             replayed=tuple(o for o in outcomes if isinstance(o, CallRecord) and o.replayed),
         )
-        return record, outcomes
+        transcript = (
+            [
+                Answered(
+                    call_id,
+                    *sent[call_id],
+                    answered[call_id].value,
+                    answered[call_id].kind,
+                    answered[call_id].message,
+                )
+                for call_id in sent
+                if call_id in answered
+            ]
+            if result is None
+            else []
+        )
+        return record, outcomes, transcript
+
+
+def _reply(outcome: Outcome) -> ToolReply:
+    if isinstance(outcome, RejectedCall):
+        return ToolReply.fail(
+            outcome.error, kind="denied" if outcome.kind == "denied" else "validation"
+        )
+    if outcome.error is not None:
+        return ToolReply.fail(outcome.error, kind="tool")
+    return ToolReply.ok(outcome.result)
+
+
+def _replayed(
+    replaying: deque[Answered], tool: str, arguments: dict[str, Any], awaited: Sequence[str]
+) -> Answered | None:
+    """The recorded answer to this call, or None: it runs (and the replay may end)."""
+    earlier = replaying[0]
+    if earlier.tool == tool and canonical(earlier.arguments) == canonical(arguments):
+        return replaying.popleft()
+    if call_key_of(tool, arguments) not in awaited:
+        replaying.clear()  # the script went another way: from here every call runs
+    return None
+
+
+class _Pause:
+    """A script stopping at a deferred call, once the calls under way have been answered."""
+
+    __slots__ = ("asked", "execution", "running")
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.running = 0
+        self.execution: asyncio.Future[ExecResult] | None = None
+
+    def started(self) -> None:
+        self.running += 1
+
+    def ended(self) -> None:
+        self.running -= 1
+        self._maybe_stop()
+
+    def ask(self) -> None:
+        self.asked = True
+        self._maybe_stop()
+
+    def hold(self) -> asyncio.Future[ToolReply]:
+        """A reply that never comes: the script is stopped before it would."""
+        return asyncio.get_running_loop().create_future()
+
+    def _maybe_stop(self) -> None:
+        if self.asked and not self.running and self.execution is not None:
+            # Stopped on the next turn, once the replies just sent are on their way.
+            asyncio.get_running_loop().call_soon(self.execution.cancel)
 
 
 def run_script(
@@ -216,7 +360,8 @@ async def arun_script(
     dispatcher = Dispatcher(box)
     try:
         runner = ScriptRunner(box, dispatcher, sandbox, timeout=timeout)
-        record, outcomes = await runner.run(script, script_id="script")
+        record, every, _ = await runner.run(script, script_id="script")
+        outcomes = [o for o in every if not isinstance(o, ApprovalRequest)]
     finally:
         dispatcher.close()
     return ScriptRun(

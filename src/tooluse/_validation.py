@@ -3,7 +3,8 @@
 A call is checked in this order, and the first problem refuses it with the text the
 model is shown (a `RejectedCall`):
 
-    tool name ─→ argument text (size, JSON, repairs) ─→ schema ─→ the function's types
+    tool name ─→ caller (the tool's ``callers``) ─→ argument text (size, JSON, repairs)
+              ─→ schema ─→ the function's types
 
 What passes is `Prepared`: the tool, the arguments as recorded, and the keyword
 arguments the function is called with. Nothing here runs a tool.
@@ -19,16 +20,21 @@ import pydantic
 from ._messages import ToolCall
 from ._records import RejectedCall
 from .sandbox._wire import json_encoder
-from .tools import Tool, Toolbox
+from .tools import Caller, Tool, Toolbox
 from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
 
-__all__ = ["Prepared", "Validator", "arguments_text"]
+__all__ = ["Prepared", "Validator", "arguments_text", "caller_of"]
 
 _RAW_KEEP = 300
 
 
 # What ``json.dumps(value, default=str)`` writes, with the encoder built once.
 arguments_text = json_encoder(separators=(", ", ": "), default=str)
+
+
+def caller_of(source: str) -> Caller:
+    """Who made a call from where it came: a script, or the model (JSON, text, MCP)."""
+    return "script" if source == "script" else "model"
 
 
 @dataclass(slots=True)
@@ -59,6 +65,9 @@ class Validator:
         tool = self.tools.get(call.name)
         if tool is None:
             return self.reject(call, self._unknown_tool(call.name), round_=round_, source=source)
+        caller = caller_of(source)
+        if caller not in tool.callers:
+            return self._not_for(call, tool, caller, round_=round_, source=source)
         try:
             parsed = parse_arguments(call.arguments, max_bytes=self.max_argument_bytes)
         except ArgumentsError as exc:
@@ -91,18 +100,39 @@ class Validator:
         """
         text = arguments_text(arguments)
         tool = self.tools.get(name)
-        if tool is None or len(text) > self.max_argument_bytes:
+        if (
+            tool is None
+            or len(text) > self.max_argument_bytes
+            or caller_of(source) not in tool.callers
+        ):
             return self.prepare(ToolCall(call_id, name, text), round_=round_, source=source)
         return self._check(call_id, tool, arguments, (), round_=round_, source=source, text=text)
 
-    def reject(self, call: ToolCall, error: str, *, round_: int, source: str) -> RejectedCall:
+    def reject(
+        self, call: ToolCall, error: str, *, round_: int, source: str, kind: str = "invalid"
+    ) -> RejectedCall:
         """Refuse ``call`` with ``error``, keeping the start of its argument text."""
         raw = call.arguments
         if len(raw) > _RAW_KEEP:
             raw = raw[:_RAW_KEEP] + f"... [{len(call.arguments) - _RAW_KEEP:,} characters cut]"
         return RejectedCall(
-            id=call.id, name=call.name, arguments=raw, error=error, round=round_, source=source
+            id=call.id,
+            name=call.name,
+            arguments=raw,
+            error=error,
+            round=round_,
+            source=source,
+            kind=kind,
         )
+
+    def _not_for(
+        self, call: ToolCall, tool: Tool, caller: Caller, *, round_: int, source: str
+    ) -> RejectedCall:
+        if caller == "script":
+            error = f"{tool.name} may not be called from a script"
+        else:
+            error = f"{tool.name} may only be called from a script, not directly"
+        return self.reject(call, error, round_=round_, source=source, kind="denied")
 
     def _check(
         self,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .._messages import ToolCall
 from ..models import ModelResponse, ReplyFormat, ToolChoice
-from ..tools import Tool, Toolbox
+from ..tools import Caller, Tool, Toolbox
 
 __all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry", "Script"]
 
@@ -66,6 +66,9 @@ class Convention(ABC):
     name: str = "convention"
     #: Whether `prepare` hands the tools to the model's API, where a tool choice applies.
     native_tools: bool = False
+    #: Who calls the tools under this convention: the model, or a script it writes.
+    #: Tools whose ``callers`` leave it out are not shown.
+    caller: Caller = "model"
 
     @abstractmethod
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:

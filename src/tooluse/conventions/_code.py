@@ -138,6 +138,7 @@ class CodeConvention(Convention):
     """Programmatic tool calling: a stub module in the prompt, one script per reply."""
 
     name = "code"
+    caller = "script"
 
     def __init__(self, module: str = MODULE) -> None:
         self.module = module

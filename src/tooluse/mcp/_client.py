@@ -37,7 +37,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED
 
 from .._exceptions import ToolDefinitionError, UsageError
-from ..tools import Tool, Toolbox
+from ..tools import Caller, Tool, Toolbox, Trust
 from ._client_errors import MCPCallError, MCPConnectionError, MCPStartError
 from ._client_tools import build_tool
 
@@ -421,6 +421,11 @@ class MCPClient:
         timeout: seconds per call, set on each tool (a tool's own timeout wins
             over the dispatcher's); by default the dispatcher's applies.
         connect_timeout: seconds the server may take to start and answer.
+        side_effects: set on every tool; by default a tool has side effects
+            unless the server marks it ``readOnlyHint``.
+        trust: set on every tool; by default a tool is ``untrusted`` unless the
+            server marks it ``openWorldHint: false`` (see `tool`'s ``trust``).
+        callers: who may call the server's tools (see `tool`'s ``callers``).
     """
 
     def __init__(
@@ -430,11 +435,28 @@ class MCPClient:
         name: str | None = None,
         timeout: float | None = None,
         connect_timeout: float = _CONNECT_TIMEOUT_S,
+        side_effects: bool | None = None,
+        trust: Trust | None = None,
+        callers: Iterable[Caller] | None = None,
     ) -> None:
         if timeout is not None and timeout <= 0:
             raise UsageError(f"timeout must be positive, got {timeout}")
+        if trust not in (None, "trusted", "untrusted"):
+            raise UsageError(f"trust must be 'trusted' or 'untrusted', got {trust!r}")
+        chosen = (
+            None
+            if callers is None
+            else frozenset((callers,) if isinstance(callers, str) else callers)
+        )
+        if chosen is not None and (not chosen or not chosen <= {"model", "script"}):
+            raise UsageError(
+                f"callers must be a non-empty set of 'model' and 'script', got {callers!r}"
+            )
         self.server = server
         self.timeout = timeout
+        self.side_effects = side_effects
+        self.trust: Trust | None = trust
+        self.callers: frozenset[Caller] | None = chosen  # type: ignore[assignment]
         self.connect_timeout = connect_timeout
         self._name = name
         self._runtime: _Runtime | None = None
@@ -452,6 +474,9 @@ class MCPClient:
         name: str | None = None,
         timeout: float | None = None,
         connect_timeout: float = _CONNECT_TIMEOUT_S,
+        side_effects: bool | None = None,
+        trust: Trust | None = None,
+        callers: Iterable[Caller] | None = None,
     ) -> MCPClient:
         """A server the client runs as a subprocess, speaking over its stdin and stdout.
 
@@ -464,7 +489,15 @@ class MCPClient:
         params = StdioServerParameters(
             command=argv[0], args=argv[1:], env=dict(env) if env else None, cwd=cwd
         )
-        return cls(params, name=name, timeout=timeout, connect_timeout=connect_timeout)
+        return cls(
+            params,
+            name=name,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            side_effects=side_effects,
+            trust=trust,
+            callers=callers,
+        )
 
     @classmethod
     def http(
@@ -474,11 +507,22 @@ class MCPClient:
         name: str | None = None,
         timeout: float | None = None,
         connect_timeout: float = _CONNECT_TIMEOUT_S,
+        side_effects: bool | None = None,
+        trust: Trust | None = None,
+        callers: Iterable[Caller] | None = None,
     ) -> MCPClient:
         """A server already running at `url`, over Streamable HTTP."""
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"MCPClient.http needs an http:// or https:// URL, got {url!r}")
-        return cls(url, name=name, timeout=timeout, connect_timeout=connect_timeout)
+        return cls(
+            url,
+            name=name,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            side_effects=side_effects,
+            trust=trust,
+            callers=callers,
+        )
 
     def __repr__(self) -> str:
         label = self._runtime.label if self._runtime is not None else repr(self.server)
@@ -618,7 +662,15 @@ class MCPClient:
         return Toolbox(self._tool(remote, renames[remote.name]) for remote in self._tools)
 
     def _tool(self, remote: types.Tool, name: str) -> Tool:
-        return build_tool(remote, name, self._call, timeout=self.timeout)
+        return build_tool(
+            remote,
+            name,
+            self._call,
+            timeout=self.timeout,
+            side_effects=self.side_effects,
+            trust=self.trust,
+            callers=self.callers,
+        )
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         runtime = self._runtime

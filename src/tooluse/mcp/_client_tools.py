@@ -5,6 +5,15 @@ A listed tool becomes a raw-schema `Tool`: its ``inputSchema`` as the parameters
 schema (the stub module writes it as a ``TypedDict``), and its annotations kept
 for the policies that decide on side effects. A tool whose schema is not a JSON
 Schema is refused with the reason, and the others still load.
+
+The annotations decide what a `Tool` says of itself, unless the client is told
+otherwise (they are the server's claims, and a server may be wrong about itself):
+
+- ``side_effects``: unless ``readOnlyHint`` is true. MCP's default is a tool that
+  may change things, and ``destructiveHint`` only grades a tool that does.
+- ``trust``: ``untrusted`` unless ``openWorldHint`` is false. An open-world tool
+  (MCP's default) reaches outside entities such as the web, whose text may carry
+  instructions; a closed-world one works on the server's own domain.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ import jsonschema
 import mcp_types as types
 
 from .._exceptions import ModelRetry, ToolDefinitionError
-from ..tools import Tool
+from ..tools import Caller, Tool, Trust
 
 __all__ = ["build_tool", "result_value"]
 
@@ -38,10 +47,21 @@ def _schema_problem(schema: Any, which: str) -> str | None:
     return None
 
 
-def build_tool(remote: types.Tool, name: str, call: CallRemote, *, timeout: float | None) -> Tool:
+def build_tool(
+    remote: types.Tool,
+    name: str,
+    call: CallRemote,
+    *,
+    timeout: float | None,
+    side_effects: bool | None = None,
+    trust: Trust | None = None,
+    callers: frozenset[Caller] | None = None,
+) -> Tool:
     """The `Tool` for a listed MCP tool, called as `name`; raises ToolDefinitionError.
 
     A call runs ``call(remote.name, arguments)`` and returns `result_value` of it.
+    ``side_effects`` and ``trust`` left None come from the annotations; ``callers``
+    left None is everyone.
     """
     for schema, which in (
         (remote.input_schema, "inputSchema"),
@@ -68,7 +88,18 @@ def build_tool(remote: types.Tool, name: str, call: CallRemote, *, timeout: floa
         returns=remote.output_schema,
         timeout=timeout,
         # MCP's default is a tool that may change things; only a read-only one has none.
-        side_effects=not annotations.get("readOnlyHint", False),
+        side_effects=(
+            side_effects if side_effects is not None else not annotations.get("readOnlyHint", False)
+        ),
+        # MCP's default is an open world: text from outside the server's own domain.
+        trust=(
+            trust
+            if trust is not None
+            else "untrusted"
+            if annotations.get("openWorldHint", True)
+            else "trusted"
+        ),
+        callers=callers if callers is not None else frozenset(("model", "script")),
         annotations=annotations,
     )
 

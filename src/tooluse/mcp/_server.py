@@ -51,7 +51,7 @@ from starlette.applications import Starlette
 
 from .._dispatch import Dispatcher
 from .._exceptions import UsageError
-from .._records import CallRecord, Outcome, render_result
+from .._records import CallRecord, Outcome, RejectedCall, render_result
 from .._trace import EventSink
 from ..tools import Tool, Toolbox, lean_schema
 from ._content import returns_content
@@ -250,6 +250,12 @@ class ToolServer:
             )
         finally:
             _current.reset(token)
+        if not isinstance(outcome, CallRecord | RejectedCall):
+            # A dispatcher with an approval policy that defers: nobody here can decide.
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"{params.name} waits for an approval")],
+                is_error=True,
+            )
         if self.on_event is not None:
             kind = "call" if isinstance(outcome, CallRecord) else "rejected"
             self.on_event({"event": kind, **outcome.to_dict()})

@@ -1,17 +1,19 @@
 """Tools: typed functions or raw schemas, their renderings and argument checks."""
 
 from ._render import StubSignature, lean_schema, strict_schema
-from ._tool import Tool, tool
+from ._tool import Caller, Tool, Trust, tool
 from ._toolbox import Toolbox
 from ._validate import ArgumentChecker, ArgumentsError, ParsedArguments, parse_arguments
 
 __all__ = [
     "ArgumentChecker",
     "ArgumentsError",
+    "Caller",
     "ParsedArguments",
     "StubSignature",
     "Tool",
     "Toolbox",
+    "Trust",
     "lean_schema",
     "parse_arguments",
     "strict_schema",

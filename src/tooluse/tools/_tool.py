@@ -7,9 +7,9 @@ import functools
 import inspect
 import keyword
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import pydantic
 
@@ -17,7 +17,13 @@ from .._exceptions import ToolDefinitionError
 from ._docstrings import parse_docstring
 from ._schema import JsonSchema, clean_schema, described_function, function_schema
 
-__all__ = ["Tool", "tool"]
+__all__ = ["CALLERS", "Caller", "Tool", "Trust", "tool"]
+
+#: Who makes a call: the model itself (a JSON or text call), or a script it wrote.
+Caller = Literal["model", "script"]
+#: Whether a tool's results may carry text from outside the run (mail, web pages, files).
+Trust = Literal["trusted", "untrusted"]
+CALLERS: frozenset[Caller] = frozenset(("model", "script"))
 
 # Integers from here on are left to pydantic: float() fails on them, or soon will.
 _FLOAT_LIMIT = 2**1023
@@ -41,6 +47,11 @@ class Tool:
     timeout: float | None = None
     side_effects: bool = False
     positional: tuple[str, ...] = ()
+    #: ``untrusted``: the results carry outside text (mail, web pages, files), which
+    #: the provenance policy watches for in the arguments of later calls.
+    trust: Trust = "trusted"
+    #: Who may call the tool: the model directly, a script it wrote, or both.
+    callers: frozenset[Caller] = CALLERS
     #: Hints about the tool's behaviour from where it came from, such as an MCP
     #: server's ``readOnlyHint`` and ``destructiveHint``; empty for a typed function.
     annotations: Mapping[str, Any] = field(default_factory=dict)
@@ -62,6 +73,11 @@ class Tool:
             )
         if self.timeout is not None and self.timeout <= 0:
             raise ToolDefinitionError(f"tool {self.name!r}: timeout must be positive")
+        if self.trust not in ("trusted", "untrusted"):
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: trust must be 'trusted' or 'untrusted', got {self.trust!r}"
+            )
+        self.callers = _callers(self.name, self.callers)
         self.parameters.setdefault("type", "object")
         self.parameters.setdefault("properties", {})
         if not self.positional:
@@ -117,6 +133,8 @@ class Tool:
         description: str | None = None,
         timeout: float | None = None,
         side_effects: bool = False,
+        trust: Trust = "trusted",
+        callers: Iterable[Caller] = CALLERS,
         localns: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Build a tool from a typed function (what `@tool` does)."""
@@ -136,6 +154,8 @@ class Tool:
             timeout=timeout,
             side_effects=side_effects,
             positional=schema.positional,
+            trust=trust,
+            callers=_callers(tool_name, callers),
             _adapter=schema.arguments_adapter,
             _scalars=schema.scalars,
         )
@@ -151,9 +171,14 @@ class Tool:
         returns: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         side_effects: bool = False,
+        trust: Trust = "trusted",
+        callers: Iterable[Caller] = CALLERS,
         annotations: Mapping[str, Any] | None = None,
     ) -> Tool:
-        """Build a tool from a JSON Schema and a callable taking keyword arguments."""
+        """Build a tool from a JSON Schema and a callable taking keyword arguments.
+
+        ``side_effects``, ``trust`` and ``callers`` mean what they mean for `tool`.
+        """
         if not isinstance(parameters, Mapping):
             raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema object")
         return cls(
@@ -164,8 +189,23 @@ class Tool:
             returns=clean_schema(dict(returns)) if returns is not None else None,
             timeout=timeout,
             side_effects=side_effects,
+            trust=trust,
+            callers=_callers(name, callers),
             annotations=dict(annotations or {}),
         )
+
+
+def _callers(name: str, callers: Iterable[str]) -> frozenset[Caller]:
+    if isinstance(callers, str):
+        callers = (callers,)
+    chosen = frozenset(callers)
+    unknown = sorted(chosen - CALLERS)
+    if unknown or not chosen:
+        raise ToolDefinitionError(
+            f"tool {name!r}: callers must be a non-empty set of 'model' and 'script', "
+            f"got {sorted(chosen)!r}"
+        )
+    return chosen  # type: ignore[return-value]
 
 
 def python_identifier(name: str) -> str:
@@ -189,6 +229,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     side_effects: bool = False,
+    trust: Trust = "trusted",
+    callers: Iterable[Caller] = CALLERS,
     localns: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -201,6 +243,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     side_effects: bool = False,
+    trust: Trust = "trusted",
+    callers: Iterable[Caller] = CALLERS,
     localns: Mapping[str, Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
@@ -223,7 +267,15 @@ def tool(
         description: override the description.
         timeout: seconds after which a call is abandoned with an error.
         side_effects: the tool changes something outside the run; a retried
-            script will not run an identical successful call twice.
+            script will not run an identical successful call twice, and an
+            approval policy is asked before each call (see `Agent`'s ``approval``).
+        trust: ``"untrusted"`` for a tool whose results carry text from outside
+            the run (mail, web pages, files): the provenance policy refuses a
+            side-effecting call whose arguments only such text supplied.
+        callers: who may call the tool: ``{"model"}`` (JSON or text calls only),
+            ``{"script"}`` (only from a script of the code convention), or both.
+            A call from anyone else is refused; the tool is left out of what the
+            others are shown.
         localns: names to resolve annotations with after the module's own.
     """
 
@@ -234,6 +286,8 @@ def tool(
             description=description,
             timeout=timeout,
             side_effects=side_effects,
+            trust=trust,
+            callers=callers,
             localns=localns,
         )
         functools.update_wrapper(built, f, updated=())

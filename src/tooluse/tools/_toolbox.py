@@ -15,7 +15,7 @@ from ._render import (
     to_anthropic,
     to_openai,
 )
-from ._tool import Tool
+from ._tool import Caller, Tool
 
 __all__ = ["Toolbox"]
 
@@ -85,6 +85,12 @@ class Toolbox:
         lowered = {t.lower(): t for t in self._tools}
         matches = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
         return [lowered[m] for m in matches]
+
+    def callable_by(self, caller: Caller) -> Toolbox:
+        """The tools ``caller`` may call (see `tool`'s ``callers``); this toolbox if all."""
+        if all(caller in t.callers for t in self):
+            return self
+        return Toolbox(t for t in self if caller in t.callers)
 
     def merged(self, *others: Toolbox) -> Toolbox:
         return Toolbox([*self, *(t for other in others for t in other)])

@@ -1,0 +1,533 @@
+"""Approvals: the decision the dispatcher asks for before a call runs.
+
+One policy covers every call of a run, the model's JSON calls and a script's
+calls alike, because both reach the same dispatcher::
+
+    call ─→ validate ─→ Gate.decide ─→ allow ─→ execute
+                          │   (policy, remembered denial, or a resume's decision)
+                          ├─→ deny  ─→ RejectedCall(kind="denied"): the model sees why
+                          └─→ defer ─→ ApprovalRequest: the run stops, `needs_approval`
+
+A policy is any callable taking an `ApprovalRequest` and returning an `Approval`
+(or True / False), sync or async; `ApprovalPolicy` is the base class for one with
+settings. It is asked about calls to tools with side effects only, unless its
+``asks`` is ``"all"``. Whatever goes wrong while asking ends as a denial, never as
+a call that runs: a policy that raises, one that outlasts its ``timeout``, one
+that returns something else.
+
+A denial is remembered by the call's key (the hash of its tool name and
+arguments): the same call made again in the run is denied again without asking.
+A decision given at resume is bound to that key as well, and is used once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._exceptions import UsageError
+from ._messages import Message, ToolCall
+from ._provenance import MIN_CHARS, Provenance
+from ._records import Answered, CallRecord
+from .tools import Caller, Tool
+
+__all__ = [
+    "Approval",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "Gate",
+    "Paused",
+    "ProvenancePolicy",
+    "RunSoFar",
+    "as_policy",
+    "call_key",
+]
+
+Decision = Literal["allow", "deny", "defer"]
+#: Which calls a policy is asked about.
+Asks = Literal["side_effects", "all"]
+
+
+def call_key(name: str, arguments: Mapping[str, Any]) -> str:
+    """The hash an approval is bound to: the tool's name and its exact arguments."""
+    text = json.dumps([name, arguments], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A policy's decision on one call: `allow`, `deny` or `defer`."""
+
+    decision: Decision
+    reason: str | None = None
+    #: For `allow`: the arguments to run the call with instead of the model's.
+    arguments: dict[str, Any] | None = None
+
+    @classmethod
+    def allow(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
+        """Run the call (with ``arguments`` in place of the model's, if given)."""
+        return cls("allow", arguments=dict(arguments) if arguments is not None else None)
+
+    @classmethod
+    def deny(cls, reason: str = "denied by the approval policy") -> Approval:
+        """Do not run the call; the model is shown ``reason`` as the call's error."""
+        return cls("deny", reason)
+
+    @classmethod
+    def defer(cls, reason: str | None = None) -> Approval:
+        """Stop the run with status ``needs_approval`` until someone decides."""
+        return cls("defer", reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSoFar:
+    """What the run had done when a call was put to the policy."""
+
+    task: str
+    messages: tuple[Message, ...]
+    calls: tuple[CallRecord, ...]
+    """Every call executed so far, a running script's included."""
+    provenance: Provenance | None
+    """The run's text by trust, when the policy tracks it (see `ProvenancePolicy`)."""
+
+
+@dataclass(slots=True)
+class ApprovalRequest:
+    """One call waiting for a decision, as the policy (or a person) sees it."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    caller: Caller
+    """``model`` for a JSON or text call, ``script`` for a call made by a script."""
+    reason: str
+    """Why it was asked (after a deferral, the reason the policy gave)."""
+    round: int = 0
+    key: str = ""
+    """`call_key` of the tool and arguments; a decision is bound to it."""
+    run: RunSoFar | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = call_key(self.tool, self.arguments)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "caller": self.caller,
+            "reason": self.reason,
+            "round": self.round,
+            "key": self.key,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
+        return cls(
+            call_id=str(data["call_id"]),
+            tool=str(data["tool"]),
+            arguments=dict(data["arguments"]),
+            caller="script" if data.get("caller") == "script" else "model",
+            reason=str(data.get("reason", "")),
+            round=int(data.get("round", 0)),
+            key=str(data.get("key", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One decision taken in a run, for the audit: who decided what, and why."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    caller: Caller
+    decision: Decision
+    by: Literal["policy", "decision", "memory", "failure"]
+    """``policy`` asked now; ``decision`` given at resume; ``memory`` the same call
+    was denied before; ``failure`` the policy raised, timed out or answered wrongly."""
+    reason: str | None = None
+    error: str | None = None
+    """What went wrong while asking, for ``failure``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "caller": self.caller,
+            "decision": self.decision,
+            "by": self.by,
+            "reason": self.reason,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRecord:
+        return cls(
+            call_id=str(data["call_id"]),
+            tool=str(data["tool"]),
+            arguments=dict(data["arguments"]),
+            caller="script" if data.get("caller") == "script" else "model",
+            decision=data["decision"],
+            by=data["by"],
+            reason=data.get("reason"),
+            error=data.get("error"),
+        )
+
+
+@dataclass(slots=True)
+class Paused:
+    """Where a run stopped for approval, and everything resuming it needs.
+
+    A turn of JSON calls keeps all its calls and which of them had ended; a
+    script keeps its code and what it had been answered (see `ScriptRunner`).
+    ``denied`` and ``provenance`` are the approval step's memory, so a resumed
+    run, in this process or another, decides as the paused one would have.
+    """
+
+    task: str
+    round: int
+    calls: tuple[ToolCall, ...] = ()
+    done: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    script_id: str | None = None
+    code: str = ""
+    repairs: tuple[str, ...] = ()
+    answered: tuple[Answered, ...] = ()
+    denied: dict[str, str] = field(default_factory=dict)
+    provenance: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "round": self.round,
+            "calls": [c.to_openai() for c in self.calls],
+            "done": list(self.done),
+            "notes": list(self.notes),
+            "script_id": self.script_id,
+            "code": self.code,
+            "repairs": list(self.repairs),
+            "answered": [a.to_dict() for a in self.answered],
+            "denied": dict(self.denied),
+            "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Paused:
+        return cls(
+            task=str(data["task"]),
+            round=int(data["round"]),
+            calls=tuple(
+                ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+                for c in data.get("calls", ())
+            ),
+            done=tuple(data.get("done", ())),
+            notes=tuple(data.get("notes", ())),
+            script_id=data.get("script_id"),
+            code=str(data.get("code", "")),
+            repairs=tuple(data.get("repairs", ())),
+            answered=tuple(Answered.from_dict(a) for a in data.get("answered", ())),
+            denied=dict(data.get("denied", {})),
+            provenance=data.get("provenance"),
+        )
+
+
+PolicyResult = Approval | bool
+PolicyFunction = Callable[[ApprovalRequest], PolicyResult | Awaitable[PolicyResult]]
+
+
+class ApprovalPolicy:
+    """A policy with settings; any callable ``(ApprovalRequest) -> Approval`` works too.
+
+    Args:
+        check: the function deciding (sync or async); subclasses override `__call__`.
+        asks: ``"side_effects"`` (calls to tools with side effects only) or ``"all"``.
+        timeout: seconds a decision may take; then the call is denied.
+    """
+
+    #: Whether the run notes its text by trust for this policy (`RunSoFar.provenance`).
+    tracks_provenance: bool = False
+    #: Whether `__call__` is quick and never blocks, so it runs on the event loop
+    #: itself; otherwise a sync policy runs on a thread of its own, under the timeout.
+    inline: bool = False
+
+    def __init__(
+        self,
+        check: PolicyFunction | None = None,
+        *,
+        asks: Asks = "side_effects",
+        timeout: float | None = 60.0,
+    ) -> None:
+        if asks not in ("side_effects", "all"):
+            raise UsageError(f"asks must be 'side_effects' or 'all', got {asks!r}")
+        if timeout is not None and timeout <= 0:
+            raise UsageError(f"an approval timeout must be positive, got {timeout}")
+        self._check = check
+        self.asks: Asks = asks
+        self.timeout = timeout
+
+    def __call__(self, request: ApprovalRequest) -> PolicyResult | Awaitable[PolicyResult]:
+        if self._check is None:
+            raise NotImplementedError("give ApprovalPolicy a check, or override __call__")
+        return self._check(request)
+
+    def is_async(self) -> bool:
+        return self._check is not None and inspect.iscoroutinefunction(self._check)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(asks={self.asks!r}, timeout={self.timeout!r})"
+
+
+class ProvenancePolicy(ApprovalPolicy):
+    """Refuse a side-effecting call whose arguments only untrusted results supplied.
+
+    An argument value that appears in the results of a tool marked
+    ``trust="untrusted"`` and nowhere in the task, the system prompt or a trusted
+    result is what an injected instruction would plant: an IBAN, an e-mail
+    address, a URL. Such a call is denied (the model is told why and may go on)
+    or, with ``on_flag="defer"``, put to a person. Every other call is allowed.
+    See `tooluse._provenance` for how values are matched and what this cannot see.
+
+    Args:
+        on_flag: ``"deny"`` or ``"defer"``.
+        min_chars: values shorter than this, normalised, are never flagged.
+        asks: as for `ApprovalPolicy`.
+    """
+
+    tracks_provenance = True
+    inline = True
+
+    def __init__(
+        self,
+        *,
+        on_flag: Literal["deny", "defer"] = "deny",
+        min_chars: int = MIN_CHARS,
+        asks: Asks = "side_effects",
+    ) -> None:
+        super().__init__(asks=asks, timeout=None)
+        if on_flag not in ("deny", "defer"):
+            raise UsageError(f"on_flag must be 'deny' or 'defer', got {on_flag!r}")
+        if min_chars < 1:
+            raise UsageError(f"min_chars must be at least 1, got {min_chars}")
+        self.on_flag = on_flag
+        self.min_chars = min_chars
+
+    def __call__(self, request: ApprovalRequest) -> Approval:
+        provenance = request.run.provenance if request.run is not None else None
+        if provenance is None:
+            return Approval.allow()
+        found = provenance.suspicious(request.arguments, min_chars=self.min_chars)
+        if not found:
+            return Approval.allow()
+        first = found[0]
+        reason = (
+            f"the value {first.value!r} of argument '{first.argument}' comes from the "
+            f"results of {', '.join(first.sources)} (untrusted text), not from the task; "
+            "a value only such text supplied is not used for an action"
+        )
+        return Approval.deny(reason) if self.on_flag == "deny" else Approval.defer(reason)
+
+    def __repr__(self) -> str:
+        return f"ProvenancePolicy(on_flag={self.on_flag!r}, min_chars={self.min_chars})"
+
+
+def as_policy(approval: ApprovalPolicy | PolicyFunction | str | None) -> ApprovalPolicy | None:
+    """What ``Agent(approval=...)`` accepts, as a policy: a callable, a policy, a name."""
+    if approval is None or isinstance(approval, ApprovalPolicy):
+        return approval
+    if isinstance(approval, str):
+        if approval == "provenance":
+            return ProvenancePolicy()
+        raise UsageError(
+            f"approval={approval!r} names no built-in policy; the built-in one is 'provenance'"
+        )
+    if not callable(approval):
+        raise UsageError(f"approval must be a callable, a policy or 'provenance', not {approval!r}")
+    return ApprovalPolicy(approval)
+
+
+def as_decision(value: object, *, denied: str) -> Approval:
+    """A decision from what a policy returned or a resume gave; TypeError if it is none."""
+    if isinstance(value, Approval):
+        return value
+    if value is True:
+        return Approval.allow()
+    if value is False:
+        return Approval.deny(denied)
+    raise TypeError(f"expected an Approval, True or False, got {value!r}")
+
+
+class Gate:
+    """The approval step of one run's dispatcher: asks, remembers, and logs.
+
+    Args:
+        policy: the run's policy.
+        task: the run's task (for `RunSoFar` and provenance).
+        messages: returns the conversation so far.
+    """
+
+    def __init__(
+        self,
+        policy: ApprovalPolicy,
+        *,
+        task: str,
+        messages: Callable[[], Sequence[Message]] = tuple,
+        provenance: Provenance | None = None,
+    ) -> None:
+        self.policy = policy
+        self.task = task
+        self.messages = messages
+        self.provenance = provenance
+        if provenance is None and policy.tracks_provenance:
+            self.provenance = Provenance()
+            self.provenance.trust(task)
+        self.log: list[ApprovalRecord] = []
+        self._calls: list[CallRecord] = []
+        self._denied: dict[str, str] = {}
+        self._granted: dict[str, list[Approval]] = {}
+        self._lock = threading.Lock()
+
+    def asks_about(self, tool: Tool) -> bool:
+        return tool.side_effects or self.policy.asks == "all"
+
+    def note(self, record: CallRecord, tool: Tool) -> None:
+        """A call ended (on any thread): keep it for `RunSoFar`, and its text by trust."""
+        with self._lock:
+            self._calls.append(record)
+        if self.provenance is not None and record.ok:
+            self.provenance.note(tool.name, record.result, trusted=tool.trust == "trusted")
+
+    def grant(self, key: str, decision: Approval) -> None:
+        """A decision given at resume for the call with this key, used once."""
+        with self._lock:
+            self._granted.setdefault(key, []).append(decision)
+
+    def remember_denials(self, denied: Mapping[str, str]) -> None:
+        with self._lock:
+            self._denied.update(denied)
+
+    @property
+    def denied(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._denied)
+
+    async def decide(
+        self, tool: Tool, arguments: dict[str, Any], *, call_id: str, caller: Caller, round_: int
+    ) -> tuple[Approval, ApprovalRequest]:
+        """The decision on a call to ``tool``; never raises for what the policy does."""
+        reason = (
+            f"{tool.name} has side effects"
+            if tool.side_effects
+            else "the approval policy is asked about every call"
+        )
+        request = ApprovalRequest(call_id, tool.name, arguments, caller, reason, round_)
+        with self._lock:
+            granted = self._granted.get(request.key)
+            decision = granted.pop(0) if granted else None
+            remembered = self._denied.get(request.key)
+        if decision is not None:
+            by: Literal["policy", "decision", "memory", "failure"] = "decision"
+            error = None
+        elif remembered is not None:
+            decision, by, error = Approval.deny(remembered), "memory", None
+        else:
+            with self._lock:
+                request.run = RunSoFar(
+                    self.task, tuple(self.messages()), tuple(self._calls), self.provenance
+                )
+            decision, error = await self._ask(request)
+            by = "policy" if error is None else "failure"
+        if decision.decision == "deny":
+            with self._lock:
+                self._denied[request.key] = decision.reason or "denied"
+        elif decision.decision == "defer" and decision.reason:
+            request.reason = decision.reason
+        self.log.append(
+            ApprovalRecord(
+                call_id,
+                tool.name,
+                arguments,
+                caller,
+                decision.decision,
+                by,
+                decision.reason,
+                error,
+            )
+        )
+        return decision, request
+
+    async def _ask(self, request: ApprovalRequest) -> tuple[Approval, str | None]:
+        """The policy's decision, or a denial and what went wrong."""
+        policy = self.policy
+        try:
+            if policy.inline:
+                answer: object = policy(request)
+                if inspect.isawaitable(answer):
+                    answer = await _within(answer, policy.timeout)
+            elif policy.is_async() or inspect.iscoroutinefunction(policy.__call__):
+                answer = await _within(policy(request), policy.timeout)  # type: ignore[arg-type]
+            else:
+                answer = await _on_thread(policy, request, policy.timeout)
+            return as_decision(answer, denied="denied by the approval policy"), None
+        except TimeoutError:
+            error = f"the approval policy gave no decision within {policy.timeout:g} s"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = f"the approval policy failed: {type(exc).__name__}: {exc}"
+        return Approval.deny(f"not approved: {error}"), error
+
+
+async def _within(awaitable: Awaitable[Any], timeout: float | None) -> Any:
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait((task,), timeout=timeout)
+    if not done:
+        task.cancel()
+        task.add_done_callback(_retrieve)
+        raise TimeoutError
+    return task.result()
+
+
+async def _on_thread(
+    policy: ApprovalPolicy, request: ApprovalRequest, timeout: float | None
+) -> Any:
+    """Run a sync policy on a daemon thread: one that hangs is left there, not joined."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def run() -> None:
+        try:
+            value, error = policy(request), None
+        except BaseException as exc:  # delivered to the run, which denies the call
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the run ended while the policy hung
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name="tooluse-approval", daemon=True).start()
+    answer = await _within(future, timeout)
+    if inspect.isawaitable(answer):
+        answer = await _within(answer, timeout)
+    return answer
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
