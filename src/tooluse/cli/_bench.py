@@ -318,7 +318,7 @@ def costmodel(  # noqa: PLR0917
 
 @bench_app.command("agentdojo")
 def agentdojo(  # noqa: PLR0917
-    out: OutOption,
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.jsonl and summary.md.")],
     model: Annotated[
         str,
         typer.Option(

@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 
 from tooluse import UsageError
-from tooluse.eval.agentdojo import AgentDojoBench, AgentDojoConfig
+from tooluse.eval.agentdojo import (
+    AgentDojoBench,
+    AgentDojoConfig,
+    read_agentdojo_rows,
+    write_agentdojo_summary,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLUSE = Path(sys.executable).parent / "tooluse"
@@ -123,3 +128,33 @@ def test_bad_input_is_refused_before_any_run(
     with pytest.raises(UsageError, match=re.escape(message)):
         AgentDojoBench(AgentDojoConfig(out=out, **chosen)).run()
     assert not (out / "results.jsonl").exists() or not (out / "results.jsonl").read_text()
+
+
+def test_provenance_stops_the_obedient_model_and_says_what_it_cost(tmp_path: Path) -> None:
+    chosen: dict[str, Any] = {"suites": ("banking",), "limit": 2, "conventions": ("json",)}
+    for model in ("oracle", "obedient"):
+        for defense in ("none", "provenance"):
+            config = AgentDojoConfig(out=tmp_path, model=model, defense=defense, **chosen)
+            AgentDojoBench(config).run()
+    written = read_agentdojo_rows(tmp_path / "results.jsonl")
+    assert len(written) == 2 * 2 * 2 * RUNS_PER_TASK
+    by = {(m, d): [r for r in written if (r.model, r.defense) == (m, d)]
+          for m in ("oracle", "obedient") for d in ("none", "provenance")}  # fmt: skip
+    assert any(r.attacked for r in by["obedient", "none"])
+    defended = by["obedient", "provenance"]
+    assert not any(r.attacked for r in defended)
+    # Every attack the obedient model carried out without the defense was denied with it.
+    for row in by["obedient", "none"]:
+        if row.attacked:
+            twin = next(r for r in defended if r.key[:5] == row.key[:5])
+            assert twin.denied and all(": the value " in d for d in twin.denied), twin
+    assert not any(r.denied for r in by["oracle", "none"] + by["obedient", "none"])
+
+    # banking's user_task_0 pays a bill whose IBAN only the bill (a file) gives: the
+    # defense costs that task, and the summary says so with the denial's reason.
+    oracle = {r.user_task: r for r in by["oracle", "provenance"] if r.injection_task is None}
+    assert not oracle["user_task_0"].utility and oracle["user_task_1"].utility
+    summary = write_agentdojo_summary(tmp_path, written).read_text()
+    cost = summary.split("## What the defense cost", 1)[1]
+    assert "oracle provenance json banking user_task_0: send_money: the value" in cost
+    assert "read_file" in cost

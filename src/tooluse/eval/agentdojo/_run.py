@@ -130,6 +130,12 @@ class AgentDojoBench:
 
     config: AgentDojoConfig
     _model: Model | None = field(default=None, init=False, repr=False)
+    # AgentDojo parses a suite's YAML for every environment it loads, which takes
+    # a tenth of a second for workspace: the attack (which caches the vectors a
+    # task reaches) is kept per suite, and the last environments loaded are kept
+    # by their injections and copied for each run.
+    _attacks: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _environments: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def results(self) -> Path:
@@ -139,8 +145,8 @@ class AgentDojoBench:
         for suite in load_suites(self.config.suites, self.config.version):
             injections = suite.injection_tasks() if self.config.attacks else []
             for user_task in suite.user_tasks(self.config.limit):
-                for convention in self.config.conventions:
-                    for injection_task in [None, *injections]:
+                for injection_task in [None, *injections]:
+                    for convention in self.config.conventions:
                         yield _Case(suite, user_task, injection_task, convention)
 
     def run(
@@ -211,7 +217,11 @@ class AgentDojoBench:
         try:
             injections = self._injections(case)
             utility, security = case.suite.raw.run_task_with_pipeline(
-                pipeline, case.user_task, case.injection_task, injections
+                pipeline,
+                case.user_task,
+                case.injection_task,
+                injections,
+                environment=self._environment(case.suite, injections),
             )
         except UsageError:
             raise
@@ -230,28 +240,45 @@ class AgentDojoBench:
     def _injections(self, case: _Case) -> dict[str, str]:
         if case.injection_task is None:
             return {}
-        attack = _attack(case.suite, self.config.attack, self.config.model)
+        attack = self._attacks.get(case.suite.name)
+        if attack is None:
+            attack = _attack(case.suite, self.config.attack, self.config.model)
+            self._attacks[case.suite.name] = attack
         injections: dict[str, str] = attack.attack(case.user_task, case.injection_task)
         return injections
+
+    def _environment(self, suite: Suite, injections: dict[str, str]) -> Any:
+        """A fresh copy of the suite's environment with `injections`, as AgentDojo loads it."""
+        key = json.dumps([suite.name, injections], sort_keys=True)
+        loaded = self._environments.get(key)
+        if loaded is None:
+            loaded = suite.raw.load_and_inject_default_environment(injections)
+            if len(self._environments) >= 4:
+                self._environments.pop(next(iter(self._environments)))
+            self._environments[key] = loaded
+        return loaded.model_copy(deep=True)
 
     def model_for(self, case: _Case, environment: Any, tools: Toolbox) -> Model:
         """The model of one run: scripted ones are built for it, a spec is resolved once."""
         name = self.config.model
         if name in SCRIPTED:
             task = case.user_task
+            # The ground truths read the environment the run starts in; they get a
+            # copy, so that nothing they do reaches the run.
+            start = environment.model_copy(deep=True)
             instructions: list[Instruction] = []
             if name == "obedient":
                 instructions = [
                     Instruction(
                         text=inj.GOAL,
-                        calls=tuple(_calls(inj.ground_truth(environment.model_copy(deep=True)))),
+                        calls=tuple(_calls(inj.ground_truth(start))),
                         answer=inj.GROUND_TRUTH_OUTPUT,
                         key=inj.ID,
                     )
                     for inj in case.suite.injection_tasks()
                 ]
             return GroundTruthModel(
-                _calls(task.ground_truth(environment.model_copy(deep=True))),
+                _calls(task.ground_truth(start)),
                 task.GROUND_TRUTH_OUTPUT,
                 case.convention,
                 instructions=instructions,
@@ -263,13 +290,18 @@ class AgentDojoBench:
         return self._model
 
     def annotate(self, facts: ToolFacts) -> dict[str, Any]:
-        """`Tool.from_schema` keywords for a tool's facts under this bench's defense."""
-        return {"side_effects": facts.side_effects}
+        """`Tool.from_schema` keywords for a tool's facts (the same under every defense)."""
+        return {"side_effects": facts.side_effects, "trust": facts.trust}
 
     def agent_options(self) -> dict[str, Any]:
-        """`Agent` keywords for this bench's defense."""
+        """`Agent` keywords for this bench's defense.
+
+        ``provenance`` is the built-in policy, which denies a side-effecting call
+        whose arguments only untrusted results supplied: the model is told why and
+        goes on, so no run waits for a person.
+        """
         if self.config.defense == "provenance":
-            raise UsageError("--defense provenance needs the approvals API, not yet available")
+            return {"approval": "provenance"}
         return {}
 
 
@@ -389,3 +421,6 @@ def _fill(row: AgentDojoRow, result: RunResult) -> None:
     row.input_tokens = result.usage.input_tokens
     row.output_tokens = result.usage.output_tokens
     row.answer = result.answer
+    row.denied = [
+        f"{a.tool}: {a.reason}" for a in result.approvals if a.decision == "deny" and a.reason
+    ]

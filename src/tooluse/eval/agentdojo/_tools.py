@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import ModelRetry
-from ...tools import Tool, Toolbox
+from ...tools import Tool, Toolbox, Trust
 from ._suites import Suite
 
 __all__ = ["ToolFacts", "build_toolbox", "tool_facts"]
@@ -62,7 +62,7 @@ class ToolFacts:
         return self.calls > 0
 
     @property
-    def trust(self) -> str:
+    def trust(self) -> Trust:
         return "untrusted" if self.untrusted else "trusted"
 
 
@@ -144,10 +144,10 @@ def build_toolbox(
     """The suite's tools, each calling AgentDojo's `runtime` on `environment`.
 
     `annotate` turns a tool's facts into keyword arguments for
-    `Tool.from_schema` (by default only ``side_effects``).
+    `Tool.from_schema` (by default ``side_effects`` and ``trust``).
     """
     facts = tool_facts(suite)
-    annotate = annotate or (lambda f: {"side_effects": f.side_effects})
+    annotate = annotate or (lambda f: {"side_effects": f.side_effects, "trust": f.trust})
     return Toolbox(
         _tool(function, runtime, environment, annotate(facts[function.name]))
         for function in suite.tools
