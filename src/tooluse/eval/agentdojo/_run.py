@@ -18,6 +18,7 @@ injection task) pair.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import traceback
@@ -309,16 +310,12 @@ def _calls(function_calls: Sequence[Any]) -> list[Call]:
     return [Call(tool=fc.function, arguments=dict(fc.args)) for fc in function_calls]
 
 
-_SYSTEM: list[str] = []
-
-
+@functools.cache
 def _system_message() -> str:
     """AgentDojo's default system message, which its own pipelines send."""
-    if not _SYSTEM:
-        from agentdojo.agent_pipeline.agent_pipeline import load_system_message
+    from agentdojo.agent_pipeline.agent_pipeline import load_system_message
 
-        _SYSTEM.append(str(load_system_message(None)))
-    return _SYSTEM[0]
+    return str(load_system_message(None))
 
 
 class _Named:
