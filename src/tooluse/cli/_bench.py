@@ -351,6 +351,14 @@ def agentdojo(  # noqa: PLR0917
     max_rounds: Annotated[
         int, typer.Option("--max-rounds", min=1, help="Model requests per run.")
     ] = 40,
+    min_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--min-chars",
+            help="With --defense provenance: the shortest value the policy tests "
+            "(default 6); rows name it beside the defense.",
+        ),
+    ] = None,
     base_url: BaseUrlOption = None,
 ) -> None:
     """AgentDojo: utility and targeted attack success, scored by AgentDojo's own checks."""
@@ -376,6 +384,7 @@ def agentdojo(  # noqa: PLR0917
         version=benchmark_version,
         base_url=base_url,
         max_rounds=max_rounds,
+        min_chars=min_chars,
     )
     bench = AgentDojoBench(config)
     progress = Progress(
@@ -411,7 +420,7 @@ def agentdojo(  # noqa: PLR0917
         summary = write_agentdojo_summary(out, rows)
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out}: {exc.strerror or exc}") from exc
-    mine = [r for r in rows if (r.model, r.defense) == (model, defense)]
+    mine = [r for r in rows if (r.model, r.defense) == (model, config.defense_label)]
     for convention in config.conventions:
         f = figures(r for r in mine if r.convention == convention)
         err.print(

@@ -118,6 +118,8 @@ def test_a_bad_option_is_one_error_line(tmp_path: Path) -> None:
         ({"version": "v9"}, "unknown AgentDojo benchmark version 'v9'"),
         ({"attack": "no_such_attack"}, "cannot use the AgentDojo attack 'no_such_attack'"),
         ({"limit": 0}, "--limit must be at least 1"),
+        ({"min_chars": 2}, "--min-chars takes a positive number, with --defense provenance"),
+        ({"min_chars": 0, "defense": "provenance"}, "--min-chars takes a positive number"),
     ],
 )
 def test_bad_input_is_refused_before_any_run(
@@ -158,3 +160,9 @@ def test_provenance_stops_the_obedient_model_and_says_what_it_cost(tmp_path: Pat
     cost = summary.split("## What the defense cost", 1)[1]
     assert "oracle provenance json banking user_task_0: send_money: the value" in cost
     assert "read_file" in cost
+
+
+def test_a_policy_setting_names_the_rows_defense() -> None:
+    config = AgentDojoConfig(out=Path("unused"), defense="provenance", min_chars=2)
+    assert config.defense_label == "provenance min_chars=2"
+    assert AgentDojoConfig(out=Path("unused"), defense="provenance").defense_label == "provenance"

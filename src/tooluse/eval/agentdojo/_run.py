@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import Agent, RunResult, UsageError
+from ... import Agent, ProvenancePolicy, RunResult, UsageError
 from ...models import Model, resolve_model
 from ...sandbox import Sandbox
 from ...tools import Toolbox
@@ -75,6 +75,8 @@ class AgentDojoConfig:
     version: str = DEFAULT_VERSION
     base_url: str | None = None
     max_rounds: int = 40
+    #: The provenance policy's shortest tested value, instead of its default.
+    min_chars: int | None = None
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conventions if c not in CONVENTIONS]
@@ -94,6 +96,15 @@ class AgentDojoConfig:
             raise UsageError("--limit must be at least 1")
         if self.max_rounds < 1:
             raise UsageError("--max-rounds must be at least 1")
+        if self.min_chars is not None and (self.min_chars < 1 or self.defense != "provenance"):
+            raise UsageError("--min-chars takes a positive number, with --defense provenance")
+
+    @property
+    def defense_label(self) -> str:
+        """How rows name the defense: its name, and any setting other than the default."""
+        if self.min_chars is not None:
+            return f"{self.defense} min_chars={self.min_chars}"
+        return self.defense
 
 
 def read_agentdojo_rows(path: Path) -> list[AgentDojoRow]:
@@ -194,7 +205,7 @@ class AgentDojoBench:
             injection_task=case.injection_task.ID if case.injection_task else None,
             convention=case.convention,
             model=self.config.model,
-            defense=self.config.defense,
+            defense=self.config.defense_label,
             attack=self.config.attack if case.injection_task else None,
             version=self.config.version,
         ).key
@@ -209,7 +220,7 @@ class AgentDojoBench:
             injection_task=case.injection_task.ID if case.injection_task else None,
             convention=case.convention,
             model=config.model,
-            defense=config.defense,
+            defense=config.defense_label,
             attack=config.attack if case.injection_task else None,
             version=config.version,
         )
@@ -302,6 +313,8 @@ class AgentDojoBench:
         goes on, so no run waits for a person.
         """
         if self.config.defense == "provenance":
+            if self.config.min_chars is not None:
+                return {"approval": ProvenancePolicy(min_chars=self.config.min_chars)}
             return {"approval": "provenance"}
         return {}
 
