@@ -180,6 +180,9 @@ class AgentDojoBench:
             tool_facts(suite)  # once per suite, before the first run's clock starts
             if config.attacks:
                 _attack(suite, config.attack, config.model)  # a bad name fails before any run
+        if todo and config.model not in SCRIPTED and self._model is None:
+            # A bad spec fails here, before any run.
+            self._model = resolve_model(config.model, base_url=config.base_url)
         if on_start is not None:
             on_start(len(todo), len(cases))
         new: list[AgentDojoRow] = []
@@ -199,22 +202,12 @@ class AgentDojoBench:
         return new
 
     def _key(self, case: _Case) -> tuple[Any, ...]:
-        return AgentDojoRow(
-            suite=case.suite.name,
-            user_task=case.user_task.ID,
-            injection_task=case.injection_task.ID if case.injection_task else None,
-            convention=case.convention,
-            model=self.config.model,
-            defense=self.config.defense_label,
-            attack=self.config.attack if case.injection_task else None,
-            version=self.config.version,
-        ).key
+        return self._row(case).key
 
-    # --- one run ------------------------------------------------------------------
-
-    def run_case(self, case: _Case, sandbox: Sandbox | None) -> AgentDojoRow:
+    def _row(self, case: _Case) -> AgentDojoRow:
+        """The row of `case` before it runs: who, what, and not yet scored."""
         config = self.config
-        row = AgentDojoRow(
+        return AgentDojoRow(
             suite=case.suite.name,
             user_task=case.user_task.ID,
             injection_task=case.injection_task.ID if case.injection_task else None,
@@ -224,6 +217,11 @@ class AgentDojoBench:
             attack=config.attack if case.injection_task else None,
             version=config.version,
         )
+
+    # --- one run ------------------------------------------------------------------
+
+    def run_case(self, case: _Case, sandbox: Sandbox | None) -> AgentDojoRow:
+        row = self._row(case)
         start = time.perf_counter()
         pipeline = _Pipeline(self, case, sandbox)
         try:
