@@ -10,7 +10,16 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src" / "tooluse"
 
 # The part a module belongs to: its subpackage, or its own name at the top level.
-RUNTIME_TOP = {"_agent", "_loop", "_dispatch", "_scripts", "_validation", "_running"}
+RUNTIME_TOP = {
+    "_agent",
+    "_loop",
+    "_dispatch",
+    "_scripts",
+    "_validation",
+    "_running",
+    "_approval",
+    "_provenance",
+}
 
 # part → parts it must never import (at module level or inside a function).
 MUST_NOT = {
@@ -22,6 +31,20 @@ MUST_NOT = {
     "context": {"eval", "cli", "_agent", "_loop", "_dispatch", "_scripts"},
     "_dispatch": {"models", "conventions", "context", "eval", "cli", "_agent", "_loop"},
     "_loop": {"sandbox", "eval", "cli", "_dispatch", "_scripts"},
+    # The policy decides; it never executes, so it sits below the dispatcher.
+    "_approval": {
+        "models",
+        "conventions",
+        "sandbox",
+        "context",
+        "eval",
+        "cli",
+        "_agent",
+        "_loop",
+        "_dispatch",
+        "_scripts",
+        "_running",
+    },
     "_agent": {"eval", "cli"},
 }
 ONLY_EXCEPTIONS = {"tools", "sandbox", "decoding"}

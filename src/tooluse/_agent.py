@@ -392,8 +392,15 @@ class Agent:
         gate = run.dispatcher.gate
         if gate is not None and gate.provenance is not None and paused is None:
             for earlier in history:
-                if earlier.role in ("system", "user") and earlier.content:
+                if not earlier.content:
+                    continue
+                if earlier.role in ("system", "user"):
                     gate.provenance.trust(earlier.content)
+                elif earlier.role == "tool":
+                    # A result of an earlier run: trusted only from a tool known to be.
+                    known = run.tools.get(earlier.name or "")
+                    trusted = known is not None and known.trust == "trusted"
+                    gate.provenance.note(earlier.name or "tool", earlier.content, trusted=trusted)
         try:
             shown = run.tools.callable_by(self.convention.caller)
             prepared = self.convention.prepare(shown, self.system_prompt)

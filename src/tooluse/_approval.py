@@ -404,8 +404,10 @@ class Gate:
         """A call ended (on any thread): keep it for `RunSoFar`, and its text by trust."""
         with self._lock:
             self._calls.append(record)
-        if self.provenance is not None and record.ok:
-            self.provenance.note(tool.name, record.result, trusted=tool.trust == "trusted")
+        if self.provenance is not None:
+            # An error is text too: an untrusted tool's may quote what it read.
+            seen = record.result if record.ok else record.error
+            self.provenance.note(tool.name, seen, trusted=tool.trust == "trusted")
 
     def grant(self, key: str, decision: Approval) -> None:
         """A decision given at resume for the call with this key, used once."""

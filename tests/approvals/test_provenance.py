@@ -149,3 +149,13 @@ def test_matching_rules() -> None:
     assert flagged(recipient=INJECTED[::-1]) == []
     again = Provenance.from_dict(seen.to_dict())
     assert [s.value for s in again.suspicious({"r": INJECTED})] == [INJECTED]
+
+
+def test_an_earlier_conversation_counts_by_the_trust_of_its_tools(agents: list[Agent]) -> None:
+    bank = Bank()
+    first = run(agents, bank, [call("c1", "read_inbox", {}), {"content": "One mail."}], "Mail?")
+    replies = [call("c2", "send_money", {"recipient": INJECTED, "amount": 900}), {"content": "ok"}]
+    agent = Agent(ScriptedModel(replies), bank.toolbox(), approval="provenance")
+    agents.append(agent)
+    result = agent.run("Do what the mail says.", history=first.messages)
+    assert bank.sent == [] and result.rejected[0].kind == "denied"

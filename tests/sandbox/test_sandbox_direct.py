@@ -46,7 +46,10 @@ async def run_script(
     timeout: float = 20,
 ) -> tuple[ScriptRecord, list[Outcome]]:
     runner = ScriptRunner(dispatcher.tools, dispatcher, sandbox, timeout=timeout)
-    return await asyncio.wait_for(runner.run(code, script_id=script_id), timeout + 10)
+    record, outcomes, _ = await asyncio.wait_for(
+        runner.run(code, script_id=script_id), timeout + 10
+    )
+    return record, [o for o in outcomes if isinstance(o, CallRecord | RejectedCall)]
 
 
 async def run_ok(

@@ -35,7 +35,7 @@ async def run_with_runner(
     sandbox: Sandbox, code: str, dispatcher: Dispatcher, script_id: str = "s1"
 ) -> tuple[str, list[CallRecord], list[RejectedCall]]:
     runner = ScriptRunner(dispatcher.tools, dispatcher, sandbox, timeout=20)
-    record, outcomes = await runner.run(code, script_id=script_id, round_=3)
+    record, outcomes, _ = await runner.run(code, script_id=script_id, round_=3)
     assert record.status == "ok", record.error
     calls = [o for o in outcomes if isinstance(o, CallRecord)]
     rejected = [o for o in outcomes if isinstance(o, RejectedCall)]

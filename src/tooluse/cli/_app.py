@@ -17,7 +17,18 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 
-from .. import Agent, JsonlTrace, Toolbox, ToolUseError, UsageError
+from .. import (
+    Agent,
+    Approval,
+    ApprovalPolicy,
+    ApprovalRequest,
+    JsonlTrace,
+    ProvenancePolicy,
+    RunResult,
+    Toolbox,
+    ToolUseError,
+    UsageError,
+)
 from .._trace import EventSink
 from ..models._spec import resolve_model
 from ..tools import Tool
@@ -160,6 +171,64 @@ def _render_event(event: dict[str, Any]) -> None:
         err.print(f"[magenta]↺ feedback[/]: {escape(event['text'])}")
 
 
+_APPROVE_HELP = (
+    "Before calls run: none (run every valid call), ask (ask here before each call to a "
+    "tool with side effects), ask-all (before every call) or provenance (ask only when "
+    "an argument of such a call came from untrusted tool results)."
+)
+
+
+def _policy(mode: str) -> ApprovalPolicy | None:
+    if mode == "none":
+        return None
+    if mode == "provenance":
+        return ProvenancePolicy(on_flag="defer")
+    if mode in ("ask", "ask-all"):
+        defer = lambda request: Approval.defer()  # noqa: E731 - a person decides, below
+        if mode == "ask-all":
+            return ApprovalPolicy(defer, asks="all")
+        return ApprovalPolicy(defer)
+    raise UsageError(f"--approve takes none, ask, ask-all or provenance; got {mode!r}")
+
+
+def _decide(request: ApprovalRequest) -> bool | dict[str, Any]:
+    """Ask on the terminal whether a deferred call may run; no answer is a no."""
+    shown = json.dumps(request.arguments, indent=2, ensure_ascii=False, default=str)
+    err.print(
+        Panel(
+            f"[bold]{escape(request.tool)}[/]({escape(shown)})\n[dim]{escape(request.reason)}[/]",
+            title=f"approve {escape(request.call_id)} (from the {request.caller})?",
+            style="yellow",
+        )
+    )
+    while True:
+        try:
+            answer = err.input("run it? [y]es / [N]o / [e]dit the arguments: ").strip().lower()
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("", "n", "no"):
+                return False
+            if answer in ("e", "edit"):
+                edited = json.loads(err.input("arguments, as one line of JSON: "))
+                if isinstance(edited, dict):
+                    return edited
+                err.print("[red]the arguments must be a JSON object[/]")
+        except EOFError:
+            err.print("[red]no answer: the call is denied[/]")
+            return False
+        except json.JSONDecodeError as exc:
+            err.print(f"[red]not JSON: {escape(str(exc))}[/]")
+
+
+def _run_asking(agent: Agent, task: str) -> RunResult:
+    """Run `task`, asking on the terminal about each call the policy defers."""
+    result = agent.run(task)
+    while result.status == "needs_approval":
+        decisions = {request.call_id: _decide(request) for request in result.pending}
+        result = agent.resume(result, decisions)
+    return result
+
+
 def _open_trace(path: Path) -> JsonlTrace:
     # Opened here rather than by the agent so that a path that cannot be written
     # is refused before the run starts, as one line naming the path.
@@ -233,8 +302,10 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole RunResult as JSON.")
     ] = False,
+    approve: Annotated[str, typer.Option("--approve", help=_APPROVE_HELP)] = "none",
 ) -> None:
     """Run TASK with an agent and print its answer."""
+    policy = _policy(approve)
     toolbox = gather_tools(ctx, tools, mcp or [])
     backend = resolve_model(model, base_url=base_url)
     render = None if as_json else _render_event
@@ -248,10 +319,11 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         parallel_tool_calls=parallel_calls,
         system_prompt=system,
         on_event=_fan_out(writer, render),
+        approval=policy,
     )
     try:
         with agent:
-            result = agent.run(task)
+            result = _run_asking(agent, task)
     finally:
         if writer is not None:
             writer.close()
