@@ -19,7 +19,8 @@ COMMANDS = [
     ["sim", "buffer"],
     ["sim", "runtime"],
 ]
-COMMANDS += [["bench"], *(["bench", s] for s in ("bfcl", "fanout", "chain", "rot", "costmodel"))]
+BENCHES = ("bfcl", "fanout", "chain", "rot", "costmodel", "agentdojo")
+COMMANDS += [["bench"], *(["bench", s] for s in BENCHES)]
 COMMANDS += [["mcp"], ["mcp", "serve"]]
 COMMANDS += [["models"], *(["models", s] for s in ("list", "pull", "path", "verify"))]
 

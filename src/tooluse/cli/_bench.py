@@ -314,3 +314,119 @@ def costmodel(  # noqa: PLR0917
     _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
            limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
            retry_errors=retry_errors)  # fmt: skip
+
+
+@bench_app.command("agentdojo")
+def agentdojo(  # noqa: PLR0917
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.jsonl and summary.md.")],
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="oracle (the user task's ground truth), obedient (the ground truth, and "
+            "every instruction found in a tool result obeyed), or any model spec: local, "
+            "local:NAME, openai:MODEL, anthropic:MODEL, scripted:FILE.jsonl.",
+        ),
+    ] = "oracle",
+    defense: Annotated[
+        str, typer.Option("--defense", help="none, or provenance (the built-in approval policy).")
+    ] = "none",
+    conventions: Annotated[
+        str, typer.Option("--conventions", help="Comma-separated: json, code.")
+    ] = "json,code",
+    suites: Annotated[
+        str,
+        typer.Option("--suites", help="Comma-separated: banking, slack, travel, workspace."),
+    ] = "banking,slack,travel,workspace",
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Run only the first N user tasks per suite."),
+    ] = None,
+    attack: Annotated[
+        str, typer.Option("--attack", help="AgentDojo's attack; 'none' runs no attacked pairs.")
+    ] = "important_instructions",
+    benchmark_version: Annotated[
+        str, typer.Option("--benchmark-version", help="AgentDojo's benchmark version.")
+    ] = "v1.2.2",
+    max_rounds: Annotated[
+        int, typer.Option("--max-rounds", min=1, help="Model requests per run.")
+    ] = 40,
+    min_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--min-chars",
+            help="With --defense provenance: the shortest value the policy tests "
+            "(default 6); rows name it beside the defense.",
+        ),
+    ] = None,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """AgentDojo: utility and targeted attack success, scored by AgentDojo's own checks."""
+    from ..eval.agentdojo import (
+        ATTACK,
+        AgentDojoBench,
+        AgentDojoConfig,
+        AgentDojoRow,
+        figures,
+        read_agentdojo_rows,
+        write_agentdojo_summary,
+    )
+
+    config = AgentDojoConfig(
+        out=out,
+        model=model,
+        defense=defense,
+        conventions=_split(conventions),
+        suites=_split(suites),
+        limit=limit,
+        attack=attack if attack != "none" else ATTACK,
+        attacks=attack != "none",
+        version=benchmark_version,
+        base_url=base_url,
+        max_rounds=max_rounds,
+        min_chars=min_chars,
+    )
+    bench = AgentDojoBench(config)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[solved]} solved, {task.fields[attacked]} attacked"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    )
+    bar = progress.add_task("agentdojo", total=None, solved=0, attacked=0)
+    counts = {"solved": 0, "attacked": 0}
+
+    def started(pending: int, total: int) -> None:
+        if pending < total:
+            err.print(f"[dim]{total - pending} of {total} already in {bench.results}; skipped[/]")
+        progress.update(bar, total=pending)
+        progress.start()
+
+    def finished(row: AgentDojoRow) -> None:
+        counts["solved"] += row.utility
+        counts["attacked"] += row.attacked
+        progress.update(bar, advance=1, solved=counts["solved"], attacked=counts["attacked"])
+
+    try:
+        bench.run(on_start=started, on_row=finished)
+    finally:
+        if progress.live.is_started:
+            progress.stop()
+    rows = read_agentdojo_rows(bench.results)
+    try:
+        summary = write_agentdojo_summary(out, rows)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report into {out}: {exc.strerror or exc}") from exc
+    mine = [r for r in rows if (r.model, r.defense) == (model, config.defense_label)]
+    for convention in config.conventions:
+        f = figures(r for r in mine if r.convention == convention)
+        err.print(
+            f"{convention}: utility {f.share(f.utility, f.runs)}, "
+            f"under attack {f.share(f.utility_attacked, f.attacked_runs)}, "
+            f"attack success {f.share(f.attacks, f.attacked_runs)}",
+            highlight=False,
+        )
+    err.print(f"wrote {bench.results} and {summary}")
