@@ -59,3 +59,20 @@ def test_it_calls_the_tool_when_asked_to_and_talks_when_not(qwen: LocalModel) ->
     assert "Paris" in calls[0][1]["location"]
     text, calls = ask(qwen, "Hi! How are you today?")
     assert calls == [] and text
+
+
+def test_a_loop_of_tokens_is_broken_before_the_output_cap() -> None:
+    # Greedy, the 0.5B writes this calculator expression's zeros (then ",000"s)
+    # until the output cap, and the call is cut off; refusing what would go on
+    # with the loop after 16 tokens of it lets the model close the call.
+    path = Registry().locate("qwen2.5-coder-0.5b")
+    hotel = "Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room"
+    request = ModelRequest([Message("user", hotel)], TOOLS, "auto")
+    unguarded = LocalModel(path, max_output_tokens=96, max_run=None).respond_sync(request)
+    assert unguarded.finish_reason == "length" and "0" * 30 in (unguarded.content or "")
+    guarded = LocalModel(path, max_output_tokens=96).respond_sync(request)
+    assert guarded.problems == [] and guarded.finish_reason == "stop", guarded.content
+    assert guarded.tool_calls, guarded.content
+    for call in guarded.tool_calls:
+        jsonschema.validate(json.loads(call.arguments), SCHEMAS[call.name])
+        assert "0" * 17 not in call.arguments

