@@ -102,8 +102,12 @@ def test_without_the_grammar_the_model_decodes_freely(free_model: LocalModel) ->
 def test_code_replies_hold_at_most_one_closed_python_block(model: LocalModel) -> None:
     for task in ["Write a script that prints 2 + 2.", "Print the squares of 1 to 5 with Python."]:
         request = ModelRequest([Message("user", task)], (), "none", reply_format="code")
-        text = model.respond_sync(request).content or ""
+        response = model.respond_sync(request)
+        text = response.content or ""
         fences = text.count("```")
+        if response.finish_reason == "length":
+            assert fences <= 1, text  # cut off by the output cap, never a second block
+            continue
         assert fences in (0, 2), text
         if fences:
             assert text.endswith("\n```") and "```python\n" in text

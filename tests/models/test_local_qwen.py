@@ -68,9 +68,10 @@ def test_a_loop_of_tokens_is_broken_before_the_output_cap() -> None:
     path = Registry().locate("qwen2.5-coder-0.5b")
     hotel = "Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room"
     request = ModelRequest([Message("user", hotel)], TOOLS, "auto")
-    unguarded = LocalModel(path, max_output_tokens=96, max_run=None).respond_sync(request)
+    plain = {"max_output_tokens": 96, "repeat_penalty": 1.0}  # the guard alone
+    unguarded = LocalModel(path, **plain, max_run=None).respond_sync(request)
     assert unguarded.finish_reason == "length" and "0" * 30 in (unguarded.content or "")
-    guarded = LocalModel(path, max_output_tokens=96).respond_sync(request)
+    guarded = LocalModel(path, **plain).respond_sync(request)
     assert guarded.problems == [] and guarded.finish_reason == "stop", guarded.content
     assert guarded.tool_calls, guarded.content
     for call in guarded.tool_calls:

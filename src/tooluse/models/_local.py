@@ -116,9 +116,10 @@ class LocalModel(Model):
             with a warning, where llguidance is missing or refuses a grammar)
             or ``llama.cpp`` to use GBNF always.
         repeat_penalty: how much less likely a token seen among the last 64 of
-            the prompt and reply becomes (llama.cpp's sampler uses 1.1; 1.0, the
-            default, turns it off: it costs parallel calls, which repeat a tool's
-            name).
+            the prompt and reply becomes (llama.cpp's default, 1.1; 1.0 turns it
+            off). Without it, greedy decoding makes the same call again and
+            again across rounds; with it, parallel calls, which repeat a tool's
+            name, come a little harder.
         max_run: when the last this many tokens are one pattern of up to four
             tokens over and over, the token that would go on with it is refused
             (None: never). It ends the loops greedy decoding falls into: a
@@ -137,7 +138,7 @@ class LocalModel(Model):
         max_string_length: int | None = 256,
         threads: int | None = None,
         grammar_engine: Literal["llguidance", "llama.cpp"] = "llguidance",
-        repeat_penalty: float = 1.0,
+        repeat_penalty: float = 1.1,
         max_run: int | None = 16,
     ) -> None:
         self.path = Path(path) if path is not None else default_model_path()
