@@ -9,11 +9,43 @@ ignored, and a line without the four identifying keys is not a row.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Row", "RowKey", "schema_valid_share"]
+__all__ = ["Row", "RowKey", "read_results", "schema_valid_share"]
+
+
+class _Keyed(Protocol):
+    @property
+    def key(self) -> Hashable: ...
+
+
+_R = TypeVar("_R", bound=_Keyed)
+
+
+def read_results(path: Path, from_json: Callable[[dict[str, Any]], _R]) -> list[_R]:
+    """The rows of a results file, the last one winning for each key.
+
+    Lines that are not rows at all, such as one cut short by a killed run, or
+    that `from_json` refuses (ValueError, TypeError), are skipped.
+    """
+    if not path.is_file():
+        return []
+    rows: dict[Hashable, _R] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            data = json.loads(line)
+            row = from_json(data) if isinstance(data, dict) else None
+        except (json.JSONDecodeError, ValueError, TypeError):
+            continue
+        if row is not None:
+            rows.pop(row.key, None)
+            rows[row.key] = row
+    return list(rows.values())
+
 
 #: What identifies a row: suite, entry id, convention, model label.
 RowKey = tuple[str, str, str, str]

@@ -36,7 +36,7 @@ from ..models import Model, resolve_model
 from ..sandbox import Sandbox
 from ._driver import CallPolicy, Transcript, run_setup
 from ._oracle import oracle_for
-from ._row import Row, RowKey, schema_valid_share
+from ._row import Row, read_results, schema_valid_share
 from ._suites import SuiteOptions, build_tasks
 from ._task import BenchDataError, Setup, Task
 
@@ -69,19 +69,7 @@ def read_rows(path: Path) -> list[Row]:
     Rows written by earlier versions load (see `Row.from_json`); lines that are
     not rows at all, such as one cut short by a killed run, are skipped.
     """
-    if not path.is_file():
-        return []
-    rows: dict[RowKey, Row] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            data = json.loads(line)
-            row = Row.from_json(data) if isinstance(data, dict) else None
-        except (json.JSONDecodeError, ValueError, TypeError):
-            continue
-        if row is not None:
-            rows.pop(row.key, None)
-            rows[row.key] = row
-    return list(rows.values())
+    return read_results(path, Row.from_json)
 
 
 @dataclass(frozen=True, slots=True)

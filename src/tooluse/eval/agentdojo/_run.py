@@ -31,6 +31,7 @@ from ... import Agent, ProvenancePolicy, RunResult, UsageError
 from ...models import Model, resolve_model
 from ...sandbox import Sandbox
 from ...tools import Toolbox
+from .._row import read_results
 from .._task import Call
 from ._models import GroundTruthModel, Instruction
 from ._row import AgentDojoRow
@@ -109,19 +110,7 @@ class AgentDojoConfig:
 
 def read_agentdojo_rows(path: Path) -> list[AgentDojoRow]:
     """The rows of a results file, the last one winning for each key; other lines skipped."""
-    if not path.is_file():
-        return []
-    rows: dict[tuple[Any, ...], AgentDojoRow] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            data = json.loads(line)
-            row = AgentDojoRow.from_json(data) if isinstance(data, dict) else None
-        except (json.JSONDecodeError, ValueError, TypeError):
-            continue
-        if row is not None:
-            rows.pop(row.key, None)
-            rows[row.key] = row
-    return list(rows.values())
+    return read_results(path, AgentDojoRow.from_json)
 
 
 @dataclass(frozen=True, slots=True)
