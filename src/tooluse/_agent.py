@@ -435,7 +435,9 @@ class Agent:
                         effect = flow.throw(exc)
                         continue
                 elif isinstance(effect, RunCalls):
-                    reply = await dispatcher.run(effect.calls, round_=effect.round)
+                    reply = await dispatcher.run(
+                        effect.calls, round_=effect.round, source=effect.source
+                    )
                 elif isinstance(effect, RunScript):
                     if runner is None:
                         runner = ScriptRunner(

@@ -1,8 +1,10 @@
 """Calling conventions: how tools are shown to a model and how replies are read."""
 
-from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry, Script
+from ._base import Answer, Calls, Convention, Interpretation, Plan, Prepared, Retry, Script
 from ._code import CodeConvention, extract_script
 from ._json import JsonConvention
+from ._plan import PlanConvention, PlanError, parse_plan
+from ._plan_eval import PlanEvaluationError
 from ._text import CallSyntaxError, TextConvention, parse_python_calls
 
 __all__ = [
@@ -13,12 +15,17 @@ __all__ = [
     "Convention",
     "Interpretation",
     "JsonConvention",
+    "Plan",
+    "PlanConvention",
+    "PlanError",
+    "PlanEvaluationError",
     "Prepared",
     "Retry",
     "Script",
     "TextConvention",
     "extract_script",
     "get_convention",
+    "parse_plan",
     "parse_python_calls",
 ]
 
@@ -31,6 +38,7 @@ def get_convention(name: str | Convention) -> Convention:
         "json": JsonConvention,
         "code": CodeConvention,
         "text": TextConvention,
+        "plan": PlanConvention,
     }
     try:
         return conventions[name]()

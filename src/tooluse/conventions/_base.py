@@ -5,12 +5,25 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .._messages import ToolCall
 from ..models import ModelResponse, ReplyFormat, ToolChoice
 from ..tools import Caller, Tool, Toolbox
 
-__all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry", "Script"]
+if TYPE_CHECKING:
+    from ._plan import PlanProgram
+
+__all__ = [
+    "Answer",
+    "Calls",
+    "Convention",
+    "Interpretation",
+    "Plan",
+    "Prepared",
+    "Retry",
+    "Script",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +68,14 @@ class Script:
     repairs: Sequence[str] = field(default_factory=tuple)
 
 
-Interpretation = Answer | Calls | Retry | Script
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The model sent a plan: every call at once, later ones using earlier results."""
+
+    program: PlanProgram
+
+
+Interpretation = Answer | Calls | Retry | Script | Plan
 
 
 class Convention(ABC):

@@ -54,7 +54,7 @@ __all__ = [
 
 ORACLE = "oracle"
 RESULTS = "results.jsonl"
-CONVENTIONS = ("json", "code", "text")
+CONVENTIONS = ("json", "code", "text", "plan")
 # What runs unless asked otherwise: the two the cost model compares.
 DEFAULT_CONVENTIONS = ("json", "code")
 # The cost model's equations compare JSON calling with programmatic calling.
