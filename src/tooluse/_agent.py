@@ -355,8 +355,10 @@ class Agent:
         )
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
         check_tools(expectations, self.tools)
+        convention = self.convention.for_run(task, expectations, model=self.model.name)
         run = _Run(
             self,
+            convention=convention,
             sinks=sinks,
             writer=writer,
             expectations=expectations,
@@ -373,7 +375,8 @@ class Agent:
                 "event": "run_start",
                 "task": task,
                 "model": self.model.name,
-                "convention": self.convention.name,
+                "convention": convention.name,
+                **({"chosen_by": convention.chosen_by} if convention.chosen_by else {}),
                 "tools": tools.names,
             }
         )
@@ -402,13 +405,13 @@ class Agent:
                     trusted = known is not None and known.trust == "trusted"
                     gate.provenance.note(earlier.name or "tool", earlier.content, trusted=trusted)
         try:
-            shown = run.tools.callable_by(self.convention.caller)
-            prepared = self.convention.prepare(shown, self.system_prompt)
+            shown = run.tools.callable_by(run.convention.caller)
+            prepared = run.convention.prepare(shown, self.system_prompt)
             flow = agent_flow(
                 state,
                 task,
                 prepared,
-                self.convention,
+                run.convention,
                 self.config,
                 history=history,
                 paused=paused,
@@ -508,6 +511,7 @@ class _Run:
         self,
         agent: Agent,
         *,
+        convention: Convention,
         sinks: list[EventSink],
         writer: JsonlTrace | None,
         expectations: list[Expect],
@@ -516,6 +520,7 @@ class _Run:
         task: str,
     ) -> None:
         self.agent = agent
+        self.convention = convention
         self.task = task
         #: Decisions taken before a resume, kept at the head of the log.
         self.approvals_before: list[Any] = []
@@ -573,7 +578,7 @@ class _Run:
             error=state.error,
             duration_s=time.perf_counter() - self.start,
             model=self.agent.model.name,
-            convention=self.agent.convention.name,
+            convention=self.convention.name,
         )
         gate = self.dispatcher.gate
         if gate is not None:

@@ -1,4 +1,4 @@
-"""The plan convention: a whole plan checked before anything runs, run in waves, placeholders filled."""
+"""The plan convention: a plan checked whole before anything runs, then run in waves."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from tooluse import Agent, Approval, Toolbox, tool
 from tooluse.conventions import PlanConvention, PlanError, parse_plan
 from tooluse.eval import Bench, BenchConfig, SuiteOptions
 from tooluse.models import ScriptedModel
-
 
 
 class Shop:

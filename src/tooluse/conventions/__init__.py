@@ -1,5 +1,6 @@
 """Calling conventions: how tools are shown to a model and how replies are read."""
 
+from ._auto import AutoConvention, Profile
 from ._base import Answer, Calls, Convention, Interpretation, Plan, Prepared, Retry, Script
 from ._code import CodeConvention, extract_script
 from ._json import JsonConvention
@@ -9,6 +10,7 @@ from ._text import CallSyntaxError, TextConvention, parse_python_calls
 
 __all__ = [
     "Answer",
+    "AutoConvention",
     "CallSyntaxError",
     "Calls",
     "CodeConvention",
@@ -20,6 +22,7 @@ __all__ = [
     "PlanError",
     "PlanEvaluationError",
     "Prepared",
+    "Profile",
     "Retry",
     "Script",
     "TextConvention",
@@ -39,6 +42,7 @@ def get_convention(name: str | Convention) -> Convention:
         "code": CodeConvention,
         "text": TextConvention,
         "plan": PlanConvention,
+        "auto": AutoConvention,
     }
     try:
         return conventions[name]()

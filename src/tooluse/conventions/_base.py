@@ -12,6 +12,7 @@ from ..models import ModelResponse, ReplyFormat, ToolChoice
 from ..tools import Caller, Tool, Toolbox
 
 if TYPE_CHECKING:
+    from .._expect import Expect
     from ._plan import PlanProgram
 
 __all__ = [
@@ -91,6 +92,12 @@ class Convention(ABC):
     #: Who calls the tools under this convention: the model, or a script it writes.
     #: Tools whose ``callers`` leave it out are not shown.
     caller: Caller = "model"
+    #: Why this convention runs, when another chose it (`AutoConvention`).
+    chosen_by: str | None = None
+
+    def for_run(self, task: str, expect: Sequence[Expect], *, model: str = "") -> Convention:
+        """The convention that runs `task`: this one, unless it chooses per run."""
+        return self
 
     @abstractmethod
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
