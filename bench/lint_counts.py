@@ -1,0 +1,125 @@
+"""Tool-design findings, counted per principle and per rule, on the example tools and
+on BFCL's functions.
+
+    python bench/lint_counts.py [--max-schema-tokens N] [--show RULE]
+
+BFCL's single-turn Python functions (every category with a function list; each
+distinct function once) and the multi-turn backends' methods are read with the
+loaders the BFCL suite uses, as raw-schema tools. ``--show RULE`` prints that
+rule's findings, to read what a count is made of.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import get_args
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from examples.seed_tools import toolbox as example_tools
+from tooluse.eval.bfcl._single_turn import bfcl_tool, data_dir, read_jsonl
+from tooluse.lint import DEFAULT_MAX_SCHEMA_TOKENS, Principle, lint
+from tooluse.tools import Tool
+
+SINGLE_TURN = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_irrelevance",
+    "live_relevance",
+)
+MULTI_TURN = (
+    "gorilla_file_system",
+    "math_api",
+    "message_api",
+    "posting_api",
+    "ticket_api",
+    "trading_bot",
+    "travel_booking",
+    "vehicle_control",
+)
+
+
+def _distinct(functions: Iterator[dict[str, object]]) -> list[Tool]:
+    seen: set[str] = set()
+    tools: list[Tool] = []
+    for function in functions:
+        key = json.dumps(function, sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        tools.append(bfcl_tool(function, "python"))
+    return tools
+
+
+def single_turn_functions(directory: Path) -> Iterator[dict[str, object]]:
+    for category in SINGLE_TURN:
+        for _, entry in read_jsonl(directory / f"BFCL_v4_{category}.json"):
+            if isinstance(entry, dict):
+                yield from entry.get("function", [])
+
+
+def multi_turn_functions(directory: Path) -> Iterator[dict[str, object]]:
+    for backend in MULTI_TURN:
+        path = directory / "multi_turn_func_doc" / f"{backend}.json"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                yield json.loads(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-schema-tokens", type=int, default=DEFAULT_MAX_SCHEMA_TOKENS)
+    parser.add_argument("--show", metavar="RULE", help="print the findings of this rule")
+    args = parser.parse_args()
+    directory = data_dir()
+    sets = {
+        "examples.seed_tools": list(example_tools),
+        "bfcl single-turn (python)": _distinct(single_turn_functions(directory)),
+        "bfcl multi-turn backends": _distinct(multi_turn_functions(directory)),
+    }
+    rows = []
+    principles = get_args(Principle)
+    print(f"{'toolbox':28} {'tools':>6} {'flagged':>8} " + " ".join(f"{p:>14}" for p in principles))
+    for label, tools in sets.items():
+        findings = lint(tools, max_schema_tokens=args.max_schema_tokens)
+        flagged = len({f.tool for f in findings})
+        names = len({t.name for t in tools})
+        by_principle = Counter(f.principle for f in findings)
+        print(
+            f"{label:28} {len(tools):>6} {flagged:>8} "
+            + " ".join(f"{by_principle.get(p, 0):>14}" for p in principles)
+        )
+        rows.append(
+            {
+                "toolbox": label,
+                "tools": len(tools),
+                "names": names,
+                "names_flagged": flagged,
+                "findings": len(findings),
+                **{p: by_principle.get(p, 0) for p in principles},
+                "rules": dict(Counter(f.rule for f in findings).most_common()),
+            }
+        )
+        if args.show:
+            for finding in findings:
+                if finding.rule == args.show:
+                    print(f"  {finding}")
+    for r in rows:
+        print(f"  {r['toolbox']}: {r['rules']}")
+    print(json.dumps({"max_schema_tokens": args.max_schema_tokens, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
