@@ -345,8 +345,8 @@ def _jobs(tool: Tool) -> Iterator[Finding]:
 def _write_verb(name: str) -> str | None:
     """The verb of `name` that says it writes; None when a read verb comes first."""
     tokens = name_tokens(name)
-    if tokens and tokens[0] in LEADING_WRITE_VERBS:
-        return tokens[0]
+    if len(tokens) > 1 and tokens[0] in LEADING_WRITE_VERBS:
+        return tokens[0]  # add_contact, not add (two numbers)
     last = len(tokens) - 1
     for i, token in enumerate(tokens):
         if token in READ_VERBS:

@@ -87,7 +87,7 @@ NOUN_LIKE = _words(
     """
 )
 #: Write verbs that are also common nouns or pure operations ("add" two numbers,
-#: "set" of items): they count only as a name's first token.
+#: "set" of items): they count only as the first of several tokens (add_contact).
 LEADING_WRITE_VERBS = _words("add set book order mark move enable disable")
 
 _RESULT_WORDS = re.compile(r"\b(returns?|returning|outputs?|yields?)\b", re.I)
@@ -135,7 +135,7 @@ def summary(description: str) -> str:
 
 def joined_jobs(text: str) -> str | None:
     """The second verb of "<verb> … and <verb> …" in `text`, if it reads as two jobs."""
-    words = re.findall(r"[A-Za-z]+", text.lower())
+    words: list[str] = re.findall(r"[A-Za-z]+", text.lower())
     if words and words[0] in _PREPARES:
         return None  # "builds a request and sends it" is one job's two steps
     for i, word in enumerate(words[:-1]):
