@@ -218,8 +218,9 @@ def test_a_tool_whose_name_says_it_writes_must_declare_side_effects() -> None:
     assert (finding.rule, finding.principle) == ("undeclared-writes", "reliability")
     assert "'send'" in finding.message
     assert rules(tool(side_effects=True)(send_email)) == []
-    # A read verb first, a write verb as the last (noun) token, or "add" alone: no write.
-    for name in ("get_email_address", "sports_match_schedule", "add"):
+    # A read verb first, a verb that reads as a noun (last, or beside a read verb), or
+    # "add" alone: no write.
+    for name in ("get_email_address", "sports_match_schedule", "flight_schedule_get_times", "add"):
         assert rules(raw(name=name)) == [], name
     assert rules(raw(name="add_contact")) == ["undeclared-writes"]
     # An MCP server's readOnlyHint on such a tool is a claim the name contradicts.

@@ -343,15 +343,22 @@ def _jobs(tool: Tool) -> Iterator[Finding]:
 
 
 def _write_verb(name: str) -> str | None:
-    """The verb of `name` that says it writes; None when a read verb comes first."""
+    """The verb of `name` that says it writes; None when a read verb comes first.
+
+    A verb that also reads as a noun (schedule, order, set) counts only in a name
+    with no read verb at all: ``flight_schedule_get_timings`` reads.
+    """
     tokens = name_tokens(name)
-    if len(tokens) > 1 and tokens[0] in LEADING_WRITE_VERBS:
+    reads = any(t in READ_VERBS for t in tokens)
+    if len(tokens) > 1 and tokens[0] in LEADING_WRITE_VERBS and not reads:
         return tokens[0]  # add_contact, not add (two numbers)
     last = len(tokens) - 1
     for i, token in enumerate(tokens):
         if token in READ_VERBS:
             return None
-        if token in WRITE_VERBS and (i < last or token not in NOUN_LIKE or i == 0):
+        if token not in WRITE_VERBS:
+            continue
+        if token not in NOUN_LIKE or (not reads and (i == 0 or i < last)):
             return token
     return None
 

@@ -67,6 +67,10 @@ WRITE_VERBS = _words(
     publish submit modify edit rename purchase buy reply forward share invite reserve
     schedule put patch drop reset append assign register subscribe unsubscribe archive
     restore grant revoke deposit withdraw sell email notify tweet retweet comment
+    reschedule replace clear close apply approve reject confirm join leave kick ban
+    follow unfollow like block unblock lock unlock start stop pause resume activate
+    deactivate install uninstall deploy commit push merge refund charge sign upgrade
+    downgrade
     """
 )
 #: A name's first token that says the tool only reads ("get_email_address").
@@ -83,7 +87,8 @@ READ_VERBS = _words(
 NOUN_LIKE = _words(
     """
     schedule share post comment email transfer tweet reply forward patch drop reset
-    register archive deposit update invite
+    register archive deposit update invite close start stop lock like block charge
+    sign follow push commit merge join leave ban refund
     """
 )
 #: Write verbs that are also common nouns or pure operations ("add" two numbers,
