@@ -139,9 +139,10 @@ def main() -> None:
     principles = get_args(Principle)
     print(f"{'toolbox':28} {'tools':>6} {'flagged':>8} " + " ".join(f"{p:>14}" for p in principles))
     for label, tools in sets.items():
-        findings = lint(tools, max_schema_tokens=args.max_schema_tokens)
-        flagged = len({f.tool for f in findings})
-        names = len({t.name for t in tools})
+        # Tool by tool: BFCL holds several definitions under one name.
+        per_tool = [lint([t], max_schema_tokens=args.max_schema_tokens) for t in tools]
+        findings = [f for found in per_tool for f in found]
+        flagged = sum(1 for found in per_tool if found)
         by_principle = Counter(f.principle for f in findings)
         print(
             f"{label:28} {len(tools):>6} {flagged:>8} "
@@ -151,8 +152,7 @@ def main() -> None:
             {
                 "toolbox": label,
                 "tools": len(tools),
-                "names": names,
-                "names_flagged": flagged,
+                "tools_flagged": flagged,
                 "findings": len(findings),
                 **{p: by_principle.get(p, 0) for p in principles},
                 "rules": dict(Counter(f.rule for f in findings).most_common()),
