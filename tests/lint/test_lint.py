@@ -203,6 +203,30 @@ def test_a_schema_that_is_not_json_schema_is_found() -> None:
         properties={"record_id": {"type": "strnig", "description": "Record id, e.g. 'r-1'"}}
     )
     assert rules(broken) == ["invalid-schema"]
+    nowhere = {"$ref": "#/nowhere", "default": 1, "description": "Record id, e.g. 'r-1'"}
+    (finding,) = lint([raw(properties={"record_id": nowhere})])
+    assert finding.rule == "invalid-schema"
+    assert finding.message == "the $ref '#/nowhere' points nowhere"
+    # Not a JSON object where one belongs: still one finding, no exception.
+    assert rules(raw(properties=[])) == ["invalid-schema"]  # type: ignore[arg-type]
+
+
+def test_defaults_are_checked_through_refs_and_the_schemas_own_draft() -> None:
+    unit = {"$ref": "#/definitions/Unit", "default": "kelvin", "description": "Unit to use"}
+    draft7 = Tool.from_schema(
+        "read_gauge",
+        "Read the gauge of one tank, in the unit asked for.",
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"unit": unit},
+            "definitions": {"Unit": {"type": "string", "enum": ["bar", "psi"]}},
+        },
+        lambda **kwargs: kwargs,
+    )
+    (finding,) = lint([draft7])
+    assert finding.rule == "default-breaks-schema"
+    assert finding.message.startswith('the default "kelvin" breaks its own schema')
 
 
 def test_a_tool_whose_name_says_it_writes_must_declare_side_effects() -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import jsonschema
+import referencing.exceptions
 
 from .._tokens import count_tokens
 from ..tools import Tool, lean_schema
@@ -192,30 +193,49 @@ def _children(
             yield from _children(root, target, path, seen | {name})
 
 
-def _validator(root: Mapping[str, Any], node: Mapping[str, Any], *drop: str) -> Any:
-    schema = {k: v for k, v in node.items() if k not in drop}
-    if "$defs" in root:
-        schema["$defs"] = root["$defs"]
-    return jsonschema.Draft202012Validator(schema)
+class _Unresolvable(Exception):
+    """A ``$ref`` that points nowhere: the schema's values cannot be checked."""
+
+
+def _breaks(validator: Any, node: Mapping[str, Any], value: Any, *drop: str) -> str | None:
+    """Why `value` fails `node` without the keys `drop` (refs resolve in the whole)."""
+    check = validator.evolve(schema={k: v for k, v in node.items() if k not in drop})
+    try:
+        error = jsonschema.exceptions.best_match(check.iter_errors(value))
+    except referencing.exceptions.Unresolvable as exc:
+        ref = str(getattr(exc, "ref", exc))
+        # A pointer into this document is reported without its '#'.
+        raise _Unresolvable(f"#{ref}" if ref.startswith("/") else ref) from exc
+    return None if error is None else error.message
 
 
 def _schema_values(tool: Tool) -> Iterator[Finding]:
     root = tool.parameters
+    kind = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
     try:
-        jsonschema.Draft202012Validator.check_schema(root)
+        kind.check_schema(root)
+        found = list(_value_findings(tool, kind(root)))
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the top level"
-        yield Finding(
-            tool.name,
-            "reliability",
-            "parameters",
-            f"not a valid JSON Schema at {where}: {exc.message}",
-            "fix the schema; calls cannot be checked against it",
-            rule="invalid-schema",
-        )
+        problem = f"not a valid JSON Schema at {where}: {exc.message}"
+    except _Unresolvable as exc:
+        problem = f"the $ref {str(exc)!r} points nowhere"
+    else:
+        yield from found
         return
+    yield Finding(
+        tool.name,
+        "reliability",
+        "parameters",
+        problem,
+        "fix the schema; calls cannot be checked against it",
+        rule="invalid-schema",
+    )
+
+
+def _value_findings(tool: Tool, validator: Any) -> Iterator[Finding]:
     required = set(tool.required)
-    for path, node in _nodes(root):
+    for path, node in _nodes(tool.parameters):
         where = f"parameter {path!r}" if path else "parameters"
         enum = node.get("enum")
         if isinstance(enum, list) and not enum:
@@ -228,43 +248,44 @@ def _schema_values(tool: Tool) -> Iterator[Finding]:
                 rule="empty-enum",
             )
         elif isinstance(enum, list):
-            check = _validator(root, node, "enum", "default")
             for value in enum:
-                error = jsonschema.exceptions.best_match(check.iter_errors(value))
+                error = _breaks(validator, node, value, "enum", "default")
                 if error is not None:
                     yield Finding(
                         tool.name,
                         "reliability",
                         where,
-                        f"enum value {json.dumps(value)} breaks its own schema ({error.message})",
+                        f"enum value {_shown(value)} breaks its own schema ({error})",
                         "make the enum and the type agree",
                         rule="enum-breaks-schema",
                     )
                     break
+        # A null default on an optional parameter means "left out" (see lean_schema).
         if "default" in node and not (node["default"] is None and path not in required):
-            # A null default on an optional parameter means "left out" (see lean_schema).
             default = node["default"]
-            error = jsonschema.exceptions.best_match(
-                _validator(root, node, "default").iter_errors(default)
-            )
+            error = _breaks(validator, node, default, "default")
             if error is not None:
                 yield Finding(
                     tool.name,
                     "reliability",
                     where,
-                    f"the default {json.dumps(default)} breaks its own schema ({error.message})",
+                    f"the default {_shown(default)} breaks its own schema ({error})",
                     "change the default or widen the type (e.g. `X | None = None`)",
                     rule="default-breaks-schema",
                 )
 
 
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _size(tool: Tool, limit: int) -> Iterator[Finding]:
-    shown = {
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": lean_schema(tool.parameters),
-    }
-    tokens = count_tokens(json.dumps(shown, separators=(",", ":"), ensure_ascii=False))
+    parameters = tool.parameters
+    if isinstance(parameters.get("properties"), Mapping):
+        parameters = lean_schema(parameters)  # as a model is shown it
+    shown = {"name": tool.name, "description": tool.description, "parameters": parameters}
+    text = json.dumps(shown, separators=(",", ":"), ensure_ascii=False, default=str)
+    tokens = count_tokens(text)
     if tokens > limit:
         yield Finding(
             tool.name,
