@@ -173,6 +173,7 @@ def main() -> None:
     print(
         json.dumps(
             {
+                "bench": "lint_counts",
                 "max_schema_tokens": args.max_schema_tokens,
                 "rows": rows,
                 "agentdojo_side_effects": agreement,
