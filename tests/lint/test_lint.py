@@ -275,6 +275,9 @@ def test_free_text_returned_where_the_docstring_promises_structure_is_found() ->
     (finding,) = lint([tool(search_hotels)])
     assert (finding.rule, finding.where) == ("free-text-return", "returns")
     assert rules(tool(find_hotels)) == []
+    # The structure must be the result's: here the list is the input.
+    filtering = raw(description="Filters a list of strings, returning those that match a regex.")
+    assert rules(filtering) == []
     promised = raw(description="Look up a record. Returns a JSON object with its fields.")
     assert rules(promised) == ["undeclared-return"]
     structured = raw(
@@ -301,6 +304,8 @@ def test_and_between_two_jobs_in_the_summary_is_found() -> None:
     one = raw(description="Send a GET request to a URL and return the body it answers.")
     steps = raw(description="Builds a search query from keywords and sends it to the index.")
     assert rules(two) == ["two-jobs-summary"]
+    noun = raw(description="Retrieve a person's contact details, their phone and email address.")
+    assert rules(noun) == []
     assert rules(one) == []
     assert rules(steps) == []
 

@@ -43,10 +43,10 @@ _FILLER = _words(
 # Verbs that, after "and", start a second job: a write or a transformation of what
 # the first job found ("search … and summarize …"). Verbs that only read or compute
 # ("sends a request and retrieves the response") describe one job's steps, and
-# nouns that double as verbs (list, order, post, book) are left out on purpose.
+# nouns that double as verbs (list, order, post, book, email) are left out on purpose.
 _SECOND_JOBS = _words(
     """
-    summarize summarise translate send email notify delete remove create write save
+    summarize summarise translate send notify delete remove create write save
     upload publish insert modify edit cancel schedule update reply forward archive
     """
 )
@@ -157,8 +157,13 @@ def joined_jobs(text: str) -> str | None:
 
 
 def structured_result(description: str) -> str | None:
-    """The sentence of `description` that describes a structured result, if one does."""
+    """The sentence of `description` that describes a structured result, if one does.
+
+    The structure must follow the word for the result: "filters a list of strings,
+    returning those that match" describes its input, not its result.
+    """
     for sentence in _SENTENCE_END.split(description):
-        if _RESULT_WORDS.search(sentence) and _STRUCTURE.search(sentence):
+        result = _RESULT_WORDS.search(sentence)
+        if result and _STRUCTURE.search(sentence, result.end()):
             return " ".join(sentence.split())
     return None
