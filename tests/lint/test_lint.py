@@ -110,6 +110,14 @@ def test_a_parameter_without_a_description_is_found_unless_its_values_are_listed
     assert (finding.rule, finding.where) == ("undocumented-parameter", "parameter 'value'")
     assert str(finding).startswith("convert_length [documentation] parameter 'value': ")
 
+    @tool
+    def read_thermometer(unit: Unit, precision: Literal[1, 2] | None = None) -> float:
+        """Read the lobby thermometer, in the unit asked for."""
+        return 21.0
+
+    # Values listed through a reference or in a member of a union count as well.
+    assert rules(read_thermometer) == []
+
 
 def test_a_parameter_description_that_only_repeats_its_name_is_vague() -> None:
     vague = raw(properties={"city": {"type": "string", "description": "The city."}})
@@ -157,6 +165,18 @@ def test_an_empty_enum_and_an_enum_value_of_the_wrong_type_are_found() -> None:
     )
     good = raw(properties={"rooms": {"type": "integer", "enum": [1, 2], "description": "Rooms"}})
     assert rules(empty) == ["empty-enum"]
+    in_defs = Tool.from_schema(
+        "get_record",
+        "Look up one record of the archive by its kind.",
+        {
+            "type": "object",
+            "properties": {"kind": {"$ref": "#/$defs/Kind", "description": "Record kind"}},
+            "$defs": {"Kind": {"type": "string", "enum": []}},
+        },
+        lambda **kwargs: kwargs,
+    )
+    (finding,) = lint([in_defs])
+    assert (finding.rule, finding.where) == ("empty-enum", "parameter 'kind'")
     (finding,) = lint([wrong])
     assert finding.rule == "enum-breaks-schema" and '"1"' in finding.message
     assert rules(good) == []

@@ -108,14 +108,22 @@ def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return properties if isinstance(properties, Mapping) else {}
 
 
+def _lists_its_values(root: Mapping[str, Any], prop: Mapping[str, Any]) -> bool:
+    """Whether `prop` (or what it refers to, or a member of its union) lists its values."""
+    for _, node in _nodes(prop, seen=frozenset(), root=root):
+        enum = node.get("enum")
+        if (isinstance(enum, list) and len(enum) >= 2) or "const" in node:
+            return True
+    return False
+
+
 def _parameters(tool: Tool) -> Iterator[Finding]:
     for name, prop in _properties(tool.parameters).items():
         if not isinstance(prop, Mapping):
             continue
         where = f"parameter {name!r}"
         described = str(prop.get("description") or "").strip()
-        enum = prop.get("enum")
-        if (isinstance(enum, list) and len(enum) >= 2) or "const" in prop:
+        if _lists_its_values(tool.parameters, prop):
             pass  # the allowed values are the examples
         elif not described:
             yield Finding(
@@ -151,11 +159,17 @@ def _parameters(tool: Tool) -> Iterator[Finding]:
 
 
 def _nodes(
-    schema: Mapping[str, Any], path: str = "", seen: frozenset[str] = frozenset()
+    schema: Mapping[str, Any],
+    path: str = "",
+    seen: frozenset[str] = frozenset(),
+    root: Mapping[str, Any] | None = None,
 ) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every subschema with the parameter path it describes ('' for the whole)."""
+    """Every subschema with the parameter path it describes ('' for the whole).
+
+    References resolve in `root` (by default `schema` itself).
+    """
     yield path, schema
-    yield from _children(schema, schema, path, seen)
+    yield from _children(schema if root is None else root, schema, path, seen)
 
 
 def _children(
@@ -175,22 +189,24 @@ def _children(
     extra = node.get("additionalProperties")
     if isinstance(extra, Mapping):
         yield from visit(extra, f"{path}{{}}", seen)
+    # A union's members and a reference's target describe the same parameter.
     for key in ("anyOf", "oneOf", "allOf"):
         members = node.get(key)
         if isinstance(members, list):
             for member in members:
-                if isinstance(member, Mapping):
-                    # A member is the same parameter: no path of its own.
-                    yield from _children(root, member, path, seen)
-                    if "$ref" not in member and not (_TYPED_KEYS & member.keys()):
-                        yield path, member
+                yield from visit(member, path, seen)
     ref = node.get("$ref")
-    defs = root.get("$defs")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, Mapping):
-        name = ref.removeprefix("#/$defs/")
-        target = defs.get(name)
-        if isinstance(target, Mapping) and name not in seen:
-            yield from _children(root, target, path, seen | {name})
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        yield from visit(_pointed(root, ref), path, seen | {ref})
+
+
+def _pointed(root: Mapping[str, Any], ref: str) -> Any:
+    """What a local ``$ref`` (``#/$defs/Unit``, ``#/definitions/Unit``) points to, or None."""
+    target: Any = root
+    for part in ref.removeprefix("#/").split("/"):
+        key = part.replace("~1", "/").replace("~0", "~")
+        target = target.get(key) if isinstance(target, Mapping) else None
+    return target
 
 
 class _Unresolvable(Exception):
