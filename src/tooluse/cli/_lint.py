@@ -28,12 +28,15 @@ def lint_command(
     ] = False,
     max_schema_tokens: Annotated[
         int,
-        typer.Option(min=1, help="Flag a tool whose schema, as a model sees it, is longer."),
+        typer.Option(
+            min=1, help="Flag a tool whose schema, as a model sees it, takes more o200k tokens."
+        ),
     ] = DEFAULT_MAX_SCHEMA_TOKENS,
 ) -> None:
     """Check tools for reliability, documentation, atomicity and parseable outputs.
 
-    One finding per line: the tool, [the principle], where: what is wrong; what to do.
+    One finding per line: the tool, the principle it breaks in brackets, where, what is
+    wrong and what to do about it. With --strict, findings make the exit code 1.
     """
     # Imported here: the command module is imported by the app, which holds these.
     from ._app import gather_tools
