@@ -35,8 +35,8 @@ def lint_command(
 ) -> None:
     """Check tools for reliability, documentation, atomicity and parseable outputs.
 
-    One finding per line: the tool, the principle it breaks in brackets, where, what is
-    wrong and what to do about it. With --strict, findings make the exit code 1.
+    One finding per line: the tool, the principle in brackets, where, what is wrong, the fix.
+    With --strict, any finding makes the exit code 1.
     """
     # Imported here: the command module is imported by the app, which holds these.
     from ._app import gather_tools
