@@ -46,6 +46,8 @@ MUST_NOT = {
         "_running",
     },
     "_agent": {"eval", "cli"},
+    # The linter reads tools; it never runs them or asks a model.
+    "lint": {"models", "conventions", "sandbox", "context", "eval", "cli", *RUNTIME_TOP},
 }
 ONLY_EXCEPTIONS = {"tools", "sandbox", "decoding"}
 

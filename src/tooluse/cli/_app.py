@@ -33,6 +33,7 @@ from .._trace import EventSink
 from ..models._spec import resolve_model
 from ..tools import Tool
 from ._bench import bench_app
+from ._lint import lint_command
 from ._mcp import mcp_app
 from ._models import models_app
 from ._sim import sim_app
@@ -49,6 +50,7 @@ app = typer.Typer(
 )
 tools_app = typer.Typer(help="Inspect toolboxes.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
+tools_app.command("lint")(lint_command)
 app.add_typer(sim_app, name="sim")
 app.add_typer(bench_app, name="bench")
 app.add_typer(models_app, name="models")
