@@ -222,7 +222,8 @@ def connected(address: str | None, cpus: int) -> Iterator[ModuleType]:
     quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
         if address is None:
-            ray.init(num_cpus=cpus, include_dashboard=False, **quiet)
+            # On loopback: a sweep's own Ray serves nobody else.
+            ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
         else:
             _check_reachable(address)
             ray.init(address=address, **quiet)

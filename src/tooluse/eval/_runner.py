@@ -335,6 +335,14 @@ def _worker_run(entry_id: str, convention: str) -> Row:
     return asyncio.run(_run_entry(tasks[entry_id], convention, context))
 
 
+def _ends_unfinished(path: Path) -> bool:
+    with path.open("rb") as file:
+        if file.seek(0, 2) == 0:
+            return False
+        file.seek(-1, 2)
+        return file.read(1) != b"\n"
+
+
 # --- the bench --------------------------------------------------------------------
 
 
@@ -387,6 +395,9 @@ class Bench:
         try:
             self.config.out.mkdir(parents=True, exist_ok=True)
             sink = self.results.open("a", encoding="utf-8")
+            # A run killed mid-line left half a row: start ours on a line of its own.
+            if _ends_unfinished(self.results):
+                sink.write("\n")
         except OSError as exc:
             raise UsageError(f"cannot write {self.results}: {exc.strerror or exc}") from exc
         if on_start is not None:
