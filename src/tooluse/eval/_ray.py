@@ -7,11 +7,12 @@ row was made. Each worker process rebuilds the suite from the same options (or
 receives the task objects once) and keeps its context, the model and a sandbox,
 for every entry it runs.
 
-- Entries run as Ray tasks declaring `num_cpus`. A model that warms up, a local
-  GGUF file, runs in actors instead: each one loads the model once and runs
-  entry after entry.
-- A worker that dies mid-entry costs that entry one more try (Ray's task retry,
-  or a fresh actor); a second death becomes the entry's error row, and the
+- Entries run as Ray tasks declaring `num_cpus`, several to a task when they
+  are quick (the oracle's take a millisecond, a Ray task a few). A model that
+  warms up, a local GGUF file, runs in actors instead: each one loads the model
+  once and runs entry after entry.
+- A worker that dies mid-entry costs that entry one more try, alone in a fresh
+  task or a fresh actor; a second death becomes the entry's error row, and the
   sweep goes on. A row reaches the driver only once, whole.
 - With `rate_limit`, the model requests of a hosted provider pass one token
   bucket, an actor shared by every worker, so the whole cluster stays under
@@ -52,6 +53,9 @@ NOTICE_AFTER_S = 5.0
 NOTICE_EVERY_S = 15.0
 #: Tries of an entry whose worker dies: the first run and one retry.
 TRIES = 2
+#: Seconds of entries one Ray task aims to hold, and the most entries it holds.
+BATCH_S = 0.25
+MAX_BATCH = 64
 
 _Key = tuple[str, str]  # suite, entry id
 
@@ -169,6 +173,15 @@ def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
 def _run_one(sweep: _Sweep, key: _Key, convention: str) -> Row:
     context, tasks = _held(sweep)
     return asyncio.run(_run_entry(tasks[key], convention, context))
+
+
+def _run_batch(sweep: _Sweep, keys: Sequence[tuple[_Key, str]]) -> list[Row]:
+    context, tasks = _held(sweep)
+
+    async def run() -> list[Row]:
+        return [await _run_entry(tasks[key], convention, context) for key, convention in keys]
+
+    return asyncio.run(run())
 
 
 class _EntryWorker:
@@ -367,32 +380,57 @@ def _died(ray: ModuleType, exc: BaseException) -> bool:
     return isinstance(exc, lost)
 
 
+def _batch(queue: list[_Job], size: int) -> list[_Job]:
+    """The next batch off the queue (a stack): up to `size` fresh jobs, or one job being retried."""
+    batch = [queue.pop()]
+    while queue and len(batch) < size and batch[0].tries == 0 and queue[-1].tries == 0:
+        batch.append(queue.pop())
+    return batch
+
+
 def _on_tasks(
     ray: ModuleType, sweep: _Sweep, queue: list[_Job], workers: int, notices: _Notices
 ) -> Iterator[Row]:
-    # Ray retries a task once when its worker dies (max_retries), on whichever
-    # worker is free; an exception raised by the entry itself is not retried.
-    remote = ray.remote(num_cpus=sweep.config.ray.cpus, max_retries=TRIES - 1)(_run_one)
+    # A task runs a batch of entries, sized from the rows seen so far so that a
+    # task lasts about BATCH_S: one entry per task for a hosted model, dozens for
+    # the oracle, whose entries take a millisecond against Ray's few per task.
+    # When a worker dies, each entry of its batch goes back alone for one more
+    # try, so only the entry that kills its worker ends as an error row.
+    remote = ray.remote(num_cpus=sweep.config.ray.cpus, max_retries=0)(_run_batch)
     sweep_ref = ray.put(sweep)
-    running: dict[Any, _Job] = {}
+    running: dict[Any, list[_Job]] = {}
     queue.reverse()
+    size, seen, spent = 1, 0, 0.0
     while queue or running:
         while queue and len(running) < workers:
-            job = queue.pop()
-            job.tries = TRIES
-            running[remote.remote(sweep_ref, job.key, job.convention)] = job
+            share = -(-len(queue) // workers)  # no batch holds back the sweep's tail
+            batch = _batch(queue, min(size, share))
+            keys = [(job.key, job.convention) for job in batch]
+            running[remote.remote(sweep_ref, keys)] = batch
         ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
         if not ready:
-            notices.idle(len(queue) + len(running))
+            notices.idle(len(queue) + sum(map(len, running.values())))
             continue
         for ref in ready:
-            job = running.pop(ref)
+            batch = running.pop(ref)
             try:
-                row: Row = ray.get(ref)
+                rows: list[Row] = ray.get(ref)
             except ray.exceptions.RayError as exc:
-                row = _worker_row(job, sweep.config.label, exc, _died(ray, exc))
-            notices.row()
-            yield row
+                died = _died(ray, exc)
+                rows = []
+                for job in batch:
+                    job.tries += 1
+                    if died and job.tries < TRIES:
+                        queue.append(job)
+                    else:
+                        rows.append(_worker_row(job, sweep.config.label, exc, died))
+            for row in rows:
+                seen += 1
+                spent += row.wall_s
+                notices.row()
+                yield row
+            if seen:
+                size = max(1, min(MAX_BATCH, int(BATCH_S / max(spent / seen, 1e-6))))
 
 
 def _on_actors(
