@@ -111,7 +111,7 @@ def main() -> None:
                     workers=workers,
                     executor="ray",
                     ray=RayOptions(),
-                )  # fmt: skip
+                )
             )
         overhead = empty_task_overhead(ray, args.empty_tasks)
     finally:
@@ -134,7 +134,7 @@ def main() -> None:
     for run in runs:
         print(f"{run['run']:30} {run['entries']:>8} {run['wall_s']:>8.2f} "
               f"{run['entries_per_s']:>10.1f} {run['first_row_s']:>12.2f} "
-              f"{run['steady_entries_per_s']:>9.1f} {str(run['same_rows']):>10}")  # fmt: skip
+              f"{run['steady_entries_per_s']:>9.1f} {run['same_rows']!s:>10}")  # fmt: skip
     print(f"ray.init (2 CPUs, no dashboard) {ray_start:.2f} s, ray.shutdown {ray_stop:.2f} s")
     print(f"empty Ray task: {overhead['batched_us']:.0f} µs each submitted together, "
           f"{overhead['round_trip_us']:.0f} µs one round trip at a time")  # fmt: skip
