@@ -154,7 +154,10 @@ def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
         old: _Context | None = _HELD.get("context")
         if old is not None:
             old.close()
+        loop = _HELD.get("loop")
         _HELD.clear()
+        if loop is not None:
+            _HELD["loop"] = loop
         config = sweep.config
         model: str | Model = config.model
         if sweep.bucket is not None and isinstance(model, str):
@@ -170,9 +173,18 @@ def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
     return _HELD["context"], _HELD["tasks"]
 
 
+def _loop() -> asyncio.AbstractEventLoop:
+    # One loop per worker process for all its entries: a hosted model's HTTP
+    # client keeps connections bound to the loop that opened them.
+    loop: asyncio.AbstractEventLoop | None = _HELD.get("loop")
+    if loop is None or loop.is_closed():
+        loop = _HELD["loop"] = asyncio.new_event_loop()
+    return loop
+
+
 def _run_one(sweep: _Sweep, key: _Key, convention: str) -> Row:
     context, tasks = _held(sweep)
-    return asyncio.run(_run_entry(tasks[key], convention, context))
+    return _loop().run_until_complete(_run_entry(tasks[key], convention, context))
 
 
 def _run_batch(sweep: _Sweep, keys: Sequence[tuple[_Key, str]]) -> list[Row]:
@@ -181,7 +193,7 @@ def _run_batch(sweep: _Sweep, keys: Sequence[tuple[_Key, str]]) -> list[Row]:
     async def run() -> list[Row]:
         return [await _run_entry(tasks[key], convention, context) for key, convention in keys]
 
-    return asyncio.run(run())
+    return _loop().run_until_complete(run())
 
 
 class _EntryWorker:

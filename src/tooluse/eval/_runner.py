@@ -326,13 +326,17 @@ def _worker_start(config: BenchConfig) -> None:
     context = _Context(config.model, base_url=config.base_url, calls=config.calls)
     _WORKER["context"] = context
     _WORKER["tasks"] = {task.id: task for task in build_tasks(config.suite, config.options)}
+    # One loop for every entry: a hosted model's HTTP client keeps its
+    # connections bound to the loop that opened them.
+    _WORKER["loop"] = asyncio.new_event_loop()
     atexit.register(context.close)
 
 
 def _worker_run(entry_id: str, convention: str) -> Row:
     context: _Context = _WORKER["context"]
     tasks: dict[str, Task] = _WORKER["tasks"]
-    return asyncio.run(_run_entry(tasks[entry_id], convention, context))
+    loop: asyncio.AbstractEventLoop = _WORKER["loop"]
+    return loop.run_until_complete(_run_entry(tasks[entry_id], convention, context))
 
 
 def _ends_unfinished(path: Path) -> bool:
