@@ -10,6 +10,14 @@ timings. Ray's own cost per task is measured with empty tasks.
 
     python bench/ray_sweep.py [--categories single_turn] [--limit N] [--conventions json]
 
+With ``--plan``, it instead works out what a big sweep against a hosted model
+would take: the oracle runs the first ``--limit`` entries of every BFCL
+category in every convention (on Ray), each category's model requests per
+entry are scaled to its full size, and the total over ``--seeds`` is set
+against the provider's requests per minute and the cluster's size.
+
+    python bench/ray_sweep.py --plan [--limit 20] [--seeds 5] [--rpm 500] [--nodes 100]
+
 Prints a table and one JSON line.
 """
 
@@ -73,13 +81,90 @@ def empty_task_overhead(ray: Any, count: int) -> dict[str, float]:
     return {"batched_us": batched * 1e6, "round_trip_us": serial * 1e6}
 
 
+def plan(args: argparse.Namespace) -> None:
+    """The worked estimate of a full BFCL sweep against a rate-limited hosted model."""
+    from tooluse.eval import build_tasks
+    from tooluse.eval.bfcl import MULTI_TURN_CATEGORIES, SINGLE_TURN_CATEGORIES
+
+    categories = (*SINGLE_TURN_CATEGORIES, *MULTI_TURN_CATEGORIES)
+    sizes: dict[str, int] = {}
+    for task in build_tasks("bfcl", SuiteOptions(categories=categories)):
+        sizes[task.category] = sizes.get(task.category, 0) + 1
+    conventions = ("json", "code", "text")
+    measured = sweep("oracle sample", SuiteOptions(categories=categories, limit=args.limit),
+                     conventions, workers=2, executor="ray")  # fmt: skip
+    rows: list[Row] = measured["rows"]
+    per_entry: dict[tuple[str, str], float] = {}
+    for category in categories:
+        for convention in conventions:
+            group = [r for r in rows if r.category == category and r.convention == convention]
+            per_entry[category, convention] = sum(r.rounds for r in group) / len(group)
+    requests = {
+        convention: sum(per_entry[c, convention] * sizes[c] for c in categories)
+        for convention in conventions
+    }
+    entries = sum(sizes.values()) * len(conventions) * args.seeds
+    total = sum(requests.values()) * args.seeds
+    minutes = total / args.rpm
+    # Requests in flight needed to keep the provider at its limit.
+    in_flight = args.rpm / 60 * args.latency
+    cpus = args.nodes * args.cpus_per_node
+    ray_cpu_s = entries * args.task_overhead_us / 1e6
+
+    print(f"BFCL, every category ({sum(sizes.values())} entries), oracle sample of {args.limit} "
+          f"per category: model requests per entry")  # fmt: skip
+    print(f"{'category':26} {'entries':>8} " + " ".join(f"{c:>6}" for c in conventions))
+    for category in categories:
+        print(f"{category:26} {sizes[category]:>8} "
+              + " ".join(f"{per_entry[category, c]:>6.2f}" for c in conventions))  # fmt: skip
+    print(f"{'requests, one seed':26} {'':>8} "
+          + " ".join(f"{requests[c]:>6.0f}" for c in conventions))  # fmt: skip
+    print(f"{len(conventions)} conventions x {args.seeds} seeds: {entries} entries, "
+          f"{total:.0f} model requests (the oracle's count: a lower bound)")  # fmt: skip
+    print(f"at {args.rpm} requests/min: {minutes:.0f} min = {minutes / 60:.1f} h, "
+          f"whatever the cluster's size")  # fmt: skip
+    print(f"in flight to hold the limit at {args.latency:g} s per request: {in_flight:.0f} "
+          f"requests, of {cpus} CPUs on {args.nodes} nodes")  # fmt: skip
+    print(f"Ray's own cost at {args.task_overhead_us:g} µs per task: {ray_cpu_s:.0f} CPU-s "
+          f"over the sweep")  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bench": "ray_sweep_plan",
+                "sample_per_category": args.limit,
+                "category_sizes": sizes,
+                "requests_per_entry": {f"{c}/{v}": n for (c, v), n in per_entry.items()},
+                "requests_one_seed": requests,
+                "seeds": args.seeds,
+                "entries": entries,
+                "requests": total,
+                "rpm": args.rpm,
+                "minutes": minutes,
+                "in_flight_needed": in_flight,
+                "nodes": args.nodes,
+                "ray_cpu_s": ray_cpu_s,
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--categories", nargs="+", default=["single_turn"])
     parser.add_argument("--limit", type=int, default=None, help="first N entries per category")
     parser.add_argument("--conventions", nargs="+", default=["json"])
     parser.add_argument("--empty-tasks", type=int, default=2000)
+    parser.add_argument("--plan", action="store_true", help="estimate a full sweep instead")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--rpm", type=float, default=500, help="the provider's requests/min")
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--cpus-per-node", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=2.0, help="seconds per model request")
+    parser.add_argument("--task-overhead-us", type=float, default=600.0)
     args = parser.parse_args()
+    if args.plan:
+        plan(args)
+        return
     options = SuiteOptions(categories=tuple(args.categories), limit=args.limit)
     conventions = tuple(args.conventions)
 

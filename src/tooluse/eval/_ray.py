@@ -162,6 +162,13 @@ def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
         model: str | Model = config.model
         if sweep.bucket is not None and isinstance(model, str):
             model = _Paced(resolve_model(model, base_url=config.base_url), sweep.bucket, model)
+        elif needs_warm_up(model):
+            spec = str(model)
+            model = resolve_model(spec, base_url=config.base_url)
+            # llama.cpp takes every core by default; on a shared node an actor
+            # keeps to the CPUs it declared, or the actors thrash each other.
+            model.threads = max(1, round(config.ray.cpus))  # type: ignore[attr-defined]
+            model.name = spec
         context = _Context(model, base_url=config.base_url, calls=config.calls)
         if sweep.tasks is not None:
             import ray
