@@ -254,8 +254,15 @@ def connected(address: str | None, cpus: int) -> Iterator[ModuleType]:
     quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
         if address is None:
-            # On loopback: a sweep's own Ray serves nobody else.
-            ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
+            # A new instance even where `ray start` left one running, on
+            # loopback: a sweep's own Ray serves nobody else.
+            ray.init(
+                address="local",
+                num_cpus=cpus,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                **quiet,
+            )
         else:
             _check_reachable(address)
             ray.init(address=address, **quiet)
@@ -287,7 +294,10 @@ def _serialized(ray: ModuleType, what: str, value: object) -> None:
 class _Job:
     task: Task
     convention: str
+    #: Runs of this entry whose worker died, counted only when it ran alone.
     tries: int = 0
+    #: Back from a batch whose worker died: runs in a task of its own.
+    alone: bool = False
 
     @property
     def key(self) -> _Key:
@@ -400,9 +410,9 @@ def _died(ray: ModuleType, exc: BaseException) -> bool:
 
 
 def _batch(queue: list[_Job], size: int) -> list[_Job]:
-    """The next batch off the queue (a stack): up to `size` fresh jobs, or one job being retried."""
+    """The next batch off the queue (a stack): up to `size` fresh jobs, or one being retried."""
     batch = [queue.pop()]
-    while queue and len(batch) < size and batch[0].tries == 0 and queue[-1].tries == 0:
+    while queue and len(batch) < size and not batch[0].alone and not queue[-1].alone:
         batch.append(queue.pop())
     return batch
 
@@ -413,8 +423,10 @@ def _on_tasks(
     # A task runs a batch of entries, sized from the rows seen so far so that a
     # task lasts about BATCH_S: one entry per task for a hosted model, dozens for
     # the oracle, whose entries take a millisecond against Ray's few per task.
-    # When a worker dies, each entry of its batch goes back alone for one more
-    # try, so only the entry that kills its worker ends as an error row.
+    # When a worker dies, the entries of its batch go back alone, uncounted (which
+    # one killed it is unknown); an entry whose worker dies while it runs alone
+    # gets one more try, so only the entry that kills its worker becomes an
+    # error row.
     remote = ray.remote(num_cpus=sweep.config.ray.cpus, max_retries=0)(_run_batch)
     sweep_ref = ray.put(sweep)
     running: dict[Any, list[_Job]] = {}
@@ -438,6 +450,10 @@ def _on_tasks(
                 died = _died(ray, exc)
                 rows = []
                 for job in batch:
+                    if died and len(batch) > 1:
+                        job.alone = True
+                        queue.append(job)
+                        continue
                     job.tries += 1
                     if died and job.tries < TRIES:
                         queue.append(job)

@@ -1,4 +1,4 @@
-"""One real Ray cluster on loopback for the whole directory: 2 CPUs, no dashboard.
+"""One real Ray cluster on loopback for this directory's tests: 2 CPUs, no dashboard.
 
 Starting Ray takes seconds, so the tests share one instance; it is started in
 this process (`Bench` uses a connection its caller already holds) and stopped
@@ -17,13 +17,14 @@ import pytest
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster() -> Iterator[ModuleType]:
     # Tasks defined in the tests travel by value: the workers cannot import the tests.
     for name, module in list(sys.modules.items()):
         if name.startswith("eval.ray.") or name.startswith("tests.eval.ray."):
             ray.cloudpickle.register_pickle_by_value(module)
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",

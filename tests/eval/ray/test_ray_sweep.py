@@ -138,8 +138,10 @@ def test_a_worker_killed_mid_entry_is_retried_once_then_recorded(
     assert len(set(once.read_text().split())) == 2
     failed = rows["dies-99"]
     assert not failed.correct and failed.status == "error"
-    assert failed.error is not None and failed.error.startswith("worker: the worker died")
-    assert len(always.read_text().split()) == 2
+    assert failed.error is not None
+    assert failed.error.startswith("worker: the worker died running this entry, 2 times")
+    # Twice alone, and once more if it shared a task with others when it first died.
+    assert len(always.read_text().split()) in (2, 3)
     others = [r for key, r in rows.items() if not key.startswith("dies")]
     assert len(others) == 6 and all(r.correct for r in others)
 
