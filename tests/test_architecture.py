@@ -111,6 +111,25 @@ def test_the_runtime_never_imports_evaluation() -> None:
     assert not wrong
 
 
+def _imports_ray(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        if any(name.split(".")[0] == "ray" for name in names):
+            return True
+    return False
+
+
+def test_only_the_ray_executor_imports_ray() -> None:
+    # Ray is an optional extra for evaluation sweeps: nothing else may need it.
+    importers = {str(path.relative_to(SRC)) for path in modules() if _imports_ray(path)}
+    assert importers == {"eval/_ray.py"}
+
+
 def test_the_checker_sees_imports() -> None:
     # The checks above pass trivially if the reader finds nothing: it must find these.
     assert {"_exceptions", "tools", "sandbox"} <= imported_parts(SRC / "_scripts.py")

@@ -43,6 +43,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "mcp_bench.py",
         "local_latency.py",
         "lint_counts.py",
+        "ray_sweep.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:

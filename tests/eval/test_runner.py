@@ -269,3 +269,26 @@ def test_rows_name_a_call_policy_beside_the_model() -> None:
         "local tool_choice=required parallel_tool_calls=false"
     )
     assert model_label("oracle", CallPolicy(max_rounds=1)) == "oracle max_rounds=1"
+
+
+def test_worker_processes_ask_a_hosted_model_for_every_entry(tmp_path: Path) -> None:
+    from models._chat_server import ChatServer, Reply, completion
+
+    server = ChatServer().start()
+    server.fallback = Reply(body=completion("I cannot help with that."))
+    try:
+        config = BenchConfig(
+            "bfcl",
+            out=tmp_path,
+            model="openai:test-model",
+            base_url=server.base_url,
+            options=SuiteOptions(categories=("simple_python",), limit=4),
+            conventions=("json",),
+            workers=2,
+        )
+        rows = Bench(config).run()
+    finally:
+        server.stop()
+    # Each worker process runs entry after entry with one HTTP client.
+    assert len(rows) == 4 and all(r.status == "completed" and r.error is None for r in rows)
+    assert len(server.requests) == 4

@@ -55,7 +55,49 @@ LimitOption = Annotated[
     int | None, typer.Option("--limit", min=1, help="Run only the first N entries per category.")
 ]
 WorkersOption = Annotated[
-    int, typer.Option("--workers", min=1, help="Processes running entries at once.")
+    int | None,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Entries running at once: local processes, or Ray workers "
+        "(default 1 locally, every CPU of the cluster on Ray).",
+    ),
+]
+
+
+class ExecutorOption(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+Executor = Annotated[
+    ExecutorOption,
+    typer.Option(
+        "--executor",
+        help="Where entries run: local (this machine), or ray (a Ray cluster; pip install "
+        "'tooluse[ray]').",
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="With --executor ray: auto, HOST:PORT or ray://HOST:PORT of a running cluster "
+        "(default: start a local Ray for the sweep and stop it after).",
+    ),
+]
+RayCpusOption = Annotated[
+    float,
+    typer.Option("--ray-cpus", min=0.01, help="With --executor ray: CPUs each entry declares."),
+]
+RateLimitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--rate-limit",
+        min=0.001,
+        help="With --executor ray: model requests per minute to an openai: or anthropic: "
+        "provider, across the whole cluster.",
+    ),
 ]
 WidthsOption = Annotated[
     str | None, typer.Option("--widths", help="Comma-separated widths N (default: the suite's).")
@@ -96,17 +138,22 @@ def _bench(
     out: Path,
     categories: str | None,
     limit: int | None,
-    workers: int,
+    workers: int | None,
     widths: str | None,
     seed: int,
     base_url: str | None,
     retry_errors: bool,
     calls: CallPolicy | None = None,
+    executor: ExecutorOption = ExecutorOption.local,
+    ray_address: str | None = None,
+    ray_cpus: float = 1.0,
+    rate_limit: float | None = None,
 ) -> None:
     from ..eval import (
         Bench,
         BenchConfig,
         CallPolicy,
+        RayOptions,
         SuiteOptions,
         read_rows,
         write_plots,
@@ -122,10 +169,12 @@ def _bench(
         options=SuiteOptions(
             categories=_split(categories), limit=limit, widths=_widths(widths), seed=seed
         ),
-        workers=workers,
+        workers=workers if workers is not None else (0 if executor == "ray" else 1),
         base_url=base_url,
         retry_errors=retry_errors,
         calls=calls or CallPolicy(),
+        executor=executor.value,
+        ray=RayOptions(address=ray_address, cpus=ray_cpus, rate_limit=rate_limit),
     )
     bench = Bench(config)
     passed = 0
@@ -152,8 +201,11 @@ def _bench(
         passed += row.correct
         progress.update(bar, advance=1, passed=passed)
 
+    def waiting(message: str) -> None:
+        progress.console.print(f"[yellow]{message}[/]", highlight=False)
+
     try:
-        bench.run(on_start=started, on_row=finished)
+        bench.run(on_start=started, on_row=finished, on_wait=waiting)
     finally:
         if progress.live.is_started:
             progress.stop()
@@ -206,10 +258,14 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = None,
     limit: LimitOption = None,
-    workers: WorkersOption = 1,
+    workers: WorkersOption = None,
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    executor: Executor = ExecutorOption.local,
+    ray_address: RayAddressOption = None,
+    ray_cpus: RayCpusOption = 1.0,
+    rate_limit: RateLimitOption = None,
     tool_choice: Annotated[
         ToolChoiceOption,
         typer.Option(
@@ -242,7 +298,8 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
     policy = CallPolicy(tool_choice.value, parallel_calls, max_rounds)
     _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, calls=policy)  # fmt: skip
+           retry_errors=retry_errors, calls=policy, executor=executor,
+           ray_address=ray_address, ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
 @bench_app.command("fanout")
@@ -253,15 +310,20 @@ def fanout(  # noqa: PLR0917
     categories: CategoriesOption = None,
     widths: WidthsOption = None,
     limit: LimitOption = None,
-    workers: WorkersOption = 1,
+    workers: WorkersOption = None,
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    executor: Executor = ExecutorOption.local,
+    ray_address: RayAddressOption = None,
+    ray_cpus: RayCpusOption = 1.0,
+    rate_limit: RateLimitOption = None,
 ) -> None:
     """Fan-out enumeration: N independent calls (variants: discovered, listed)."""
     _bench("fanout", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors)  # fmt: skip
+           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
 @bench_app.command("chain")
@@ -273,15 +335,20 @@ def chain(  # noqa: PLR0917
         str | None, typer.Option("--widths", help="Comma-separated chain lengths.")
     ] = None,
     limit: LimitOption = None,
-    workers: WorkersOption = 1,
+    workers: WorkersOption = None,
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    executor: Executor = ExecutorOption.local,
+    ray_address: RayAddressOption = None,
+    ray_cpus: RayCpusOption = 1.0,
+    rate_limit: RateLimitOption = None,
 ) -> None:
     """Chains: each call's argument comes from the previous call's result."""
     _bench("chain", model=model, conventions=conventions, out=out, categories=None,
            limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors)  # fmt: skip
+           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
 @bench_app.command("rot")
@@ -297,15 +364,20 @@ def rot(  # noqa: PLR0917
         typer.Option("--widths", help="Fan-out widths and chain lengths of the wrapped tasks."),
     ] = None,
     limit: LimitOption = None,
-    workers: WorkersOption = 1,
+    workers: WorkersOption = None,
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    executor: Executor = ExecutorOption.local,
+    ray_address: RayAddressOption = None,
+    ray_cpus: RayCpusOption = 1.0,
+    rate_limit: RateLimitOption = None,
 ) -> None:
     """Context rot: fan-out and chain tasks amid irrelevant material and decoy tools."""
     _bench("rot", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors)  # fmt: skip
+           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
 @bench_app.command("costmodel")
@@ -315,15 +387,20 @@ def costmodel(  # noqa: PLR0917
     conventions: CostConventionsOption = "json,code",
     categories: CategoriesOption = None,
     widths: WidthsOption = None,
-    workers: WorkersOption = 1,
+    workers: WorkersOption = None,
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    executor: Executor = ExecutorOption.local,
+    ray_address: RayAddressOption = None,
+    ray_cpus: RayCpusOption = 1.0,
+    rate_limit: RateLimitOption = None,
 ) -> None:
     """Token cost model: fit tokens against N per convention, N* beside Patel et al. 2026."""
     _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
            limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors)  # fmt: skip
+           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
 @bench_app.command("agentdojo")

@@ -18,7 +18,7 @@ from tooluse.eval._oracle import OracleModel, oracle_for
 from tooluse.eval._plots import write_plots
 from tooluse.eval._report import write_summary
 from tooluse.eval._row import Row
-from tooluse.eval._runner import Bench, BenchConfig, evaluate, read_rows
+from tooluse.eval._runner import Bench, BenchConfig, RayOptions, evaluate, read_rows
 from tooluse.eval._suites import SUITES, SuiteOptions, build_tasks
 from tooluse.eval._synthetic import ChainTask, FanoutTask
 from tooluse.eval._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
@@ -39,6 +39,7 @@ __all__ = [
     "LineFit",
     "OracleModel",
     "OracleTurn",
+    "RayOptions",
     "Row",
     "Score",
     "Setup",

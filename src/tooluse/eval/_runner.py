@@ -6,7 +6,9 @@ model) rows it already has. Whatever goes wrong with one entry (its data, the
 model, the scorer) is written into that entry's row and the run goes on.
 
 With more than one worker the tasks run in a local process pool; each worker
-rebuilds the suite from the same options and keeps its own sandbox.
+rebuilds the suite from the same options and keeps its own sandbox. With
+``executor="ray"`` they run on a Ray cluster instead (see `_ray`); the rows are
+the same and are written here, by the driver, either way.
 
 Besides the score, a row counts what the model emitted: `calls` (executed:
 they passed schema validation), `rejected` (refused by the dispatcher: unknown
@@ -47,6 +49,7 @@ __all__ = [
     "ORACLE",
     "Bench",
     "BenchConfig",
+    "RayOptions",
     "Row",
     "evaluate",
     "read_rows",
@@ -61,6 +64,8 @@ DEFAULT_CONVENTIONS = ("json", "code")
 # The cost model's equations compare JSON calling with programmatic calling.
 _COSTMODEL_CONVENTIONS = ("json", "code", "plan")
 
+EXECUTORS = ("local", "ray")
+
 _STATUS_ORDER = ("cancelled", "error", "max_rounds", "cycle", "truncated", "completed")
 
 
@@ -71,6 +76,33 @@ def read_rows(path: Path) -> list[Row]:
     not rows at all, such as one cut short by a killed run, are skipped.
     """
     return read_results(path, Row.from_json)
+
+
+@dataclass(frozen=True, slots=True)
+class RayOptions:
+    """How a sweep runs on Ray (``executor="ray"``).
+
+    `address` is ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; None starts a
+    local Ray for the sweep and stops it afterwards. `cpus` is what each entry
+    declares (a fraction lets several share a CPU); `actors` runs entries in
+    actors that keep a warmed-up model (None: for local GGUF models only).
+    `rate_limit` caps a hosted provider's requests per minute across the whole
+    cluster, with bursts of up to `rate_burst`.
+    """
+
+    address: str | None = None
+    cpus: float = 1.0
+    actors: bool | None = None
+    rate_limit: float | None = None
+    rate_burst: int = 1
+
+    def __post_init__(self) -> None:
+        if self.cpus <= 0:
+            raise UsageError("--ray-cpus must be positive")
+        if self.rate_limit is not None and self.rate_limit <= 0:
+            raise UsageError("--rate-limit must be positive (model requests per minute)")
+        if self.rate_burst < 1:
+            raise UsageError("the rate limit's burst must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +125,10 @@ class BenchConfig:
     retry_errors: bool = False
     #: How the json convention asks for calls (tool choice, parallel calls).
     calls: CallPolicy = field(default_factory=CallPolicy)
+    #: ``local`` (this process, or a process pool of `workers`) or ``ray``; with
+    #: Ray, `workers` 0 means as many entries at once as the cluster has CPUs.
+    executor: str = "local"
+    ray: RayOptions = field(default_factory=RayOptions)
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conventions if c not in CONVENTIONS]
@@ -107,6 +143,14 @@ class BenchConfig:
                 "--conventions json, code or json,code; to measure text on the same tasks, run "
                 "`tooluse bench fanout --conventions json,code,text` (its summary fits text too)"
             )
+        if self.executor not in EXECUTORS:
+            raise UsageError(f"unknown executor {self.executor!r}; use local or ray")
+        if self.executor == "ray":
+            if self.workers < 0:
+                raise UsageError("--workers must be at least 1 (or 0 with Ray: every CPU)")
+            return
+        if self.ray != RayOptions():
+            raise UsageError("--ray-address, --ray-cpus and --rate-limit need --executor ray")
         if self.workers < 1:
             raise UsageError("--workers must be at least 1")
         if self.workers > 1 and not isinstance(self.model, str):
@@ -288,13 +332,25 @@ def _worker_start(config: BenchConfig) -> None:
     context = _Context(config.model, base_url=config.base_url, calls=config.calls)
     _WORKER["context"] = context
     _WORKER["tasks"] = {task.id: task for task in build_tasks(config.suite, config.options)}
+    # One loop for every entry: a hosted model's HTTP client keeps its
+    # connections bound to the loop that opened them.
+    _WORKER["loop"] = asyncio.new_event_loop()
     atexit.register(context.close)
 
 
 def _worker_run(entry_id: str, convention: str) -> Row:
     context: _Context = _WORKER["context"]
     tasks: dict[str, Task] = _WORKER["tasks"]
-    return asyncio.run(_run_entry(tasks[entry_id], convention, context))
+    loop: asyncio.AbstractEventLoop = _WORKER["loop"]
+    return loop.run_until_complete(_run_entry(tasks[entry_id], convention, context))
+
+
+def _ends_unfinished(path: Path) -> bool:
+    with path.open("rb") as file:
+        if file.seek(0, 2) == 0:
+            return False
+        file.seek(-1, 2)
+        return file.read(1) != b"\n"
 
 
 # --- the bench --------------------------------------------------------------------
@@ -304,11 +360,12 @@ class Bench:
     """Runs `config`'s suite and appends a row per task and convention to ``results.jsonl``."""
 
     def __init__(self, config: BenchConfig, tasks: Sequence[Task] | None = None) -> None:
-        if tasks is not None and config.workers > 1:
+        if tasks is not None and config.workers > 1 and config.executor == "local":
             raise UsageError("tasks given as objects run in this process: use one worker")
         self.config = config
         self.results = config.out / RESULTS
         self._tasks = list(tasks) if tasks is not None else None
+        self._on_wait: Callable[[str], None] | None = None
         # Resolving the model now turns a bad spec into an error before anything runs.
         self._context = _Context(config.model, base_url=config.base_url, calls=config.calls)
 
@@ -336,13 +393,21 @@ class Bench:
         self,
         on_start: Callable[[int, int], None] | None = None,
         on_row: Callable[[Row], None] | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> list[Row]:
-        """Run what is pending; `on_start(pending, total)` then `on_row(row)` as rows finish."""
+        """Run what is pending; `on_start(pending, total)` then `on_row(row)` as rows finish.
+
+        `on_wait(message)` hears why no row has come for a while (on Ray: no free CPU).
+        """
+        self._on_wait = on_wait
         tasks = self.tasks()
         jobs = self.pending(tasks)
         try:
             self.config.out.mkdir(parents=True, exist_ok=True)
             sink = self.results.open("a", encoding="utf-8")
+            # A run killed mid-line left half a row: start ours on a line of its own.
+            if _ends_unfinished(self.results):
+                sink.write("\n")
         except OSError as exc:
             raise UsageError(f"cannot write {self.results}: {exc.strerror or exc}") from exc
         if on_start is not None:
@@ -360,7 +425,11 @@ class Bench:
     def _rows(self, jobs: Sequence[tuple[Task, str]]) -> Iterator[Row]:
         if not jobs:
             return
-        if self.config.workers == 1:
+        if self.config.executor == "ray":
+            from ._ray import ray_rows
+
+            yield from ray_rows(self.config, jobs, self._tasks, self._on_wait)
+        elif self.config.workers == 1:
             yield from self._in_process(jobs)
         else:
             yield from self._in_pool(jobs)
