@@ -28,7 +28,7 @@ from ._messages import Message
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
-from ._searching import more_tools_note, render_for, schema_tokens, search_tool_name
+from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
 from .context._store import ContextStore
@@ -36,7 +36,7 @@ from .context._window import ContextPolicy, ContextWindow
 from .conventions import Convention, get_convention
 from .models import Model, ToolChoice
 from .sandbox import IsolationMode, Sandbox
-from .search import SearchMode, SearchRun, ToolSearch, auto_wants_search
+from .search import SearchMode, SearchRun, ToolSearch
 from .tools import Tool, Toolbox
 
 __all__ = ["Agent"]
@@ -165,11 +165,8 @@ class Agent:
                 f"always_loaded names tools the toolbox lacks: {', '.join(unknown)}; "
                 f"have: {', '.join(self.tools.names[:30])}"
             )
-        budget = self.context.budget if self.context is not None else 128_000
-        if mode == "never" or (
-            mode == "auto"
-            and not auto_wants_search(len(self.tools), lambda: schema_tokens(self.tools), budget)
-        ):
+        budget = self.context.budget if self.context is not None else None
+        if not search_on(mode, self.tools, budget):
             return None
         return ToolSearch(always)
 
@@ -379,7 +376,7 @@ class Agent:
         searching: SearchRun | None = None
         if self._search is not None:
             context_tools = [t.name for t in tools if t.name not in self.tools]
-            box = tools if not context_tools else Toolbox(t for t in self.tools)
+            box = self.tools
             searching = self._search.open(
                 box,
                 render=render_for(self.convention),

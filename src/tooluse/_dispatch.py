@@ -77,9 +77,7 @@ class Dispatcher:
         self.timeout = timeout
         self.max_calls_per_turn = max_calls_per_turn
         self.gate = gate
-        self._validator = Validator(
-            tools, max_argument_bytes=max_argument_bytes, unloaded=unloaded
-        )
+        self._validator = Validator(tools, max_argument_bytes=max_argument_bytes, unloaded=unloaded)
         self._runner = Runner(max_concurrency)
 
     @property

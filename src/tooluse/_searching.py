@@ -12,11 +12,14 @@ from collections.abc import Sequence
 from ._tokens import count_tokens
 from .conventions import Convention
 from .conventions._text import describe_tools
-from .search import SearchRun
+from .search import SearchRun, auto_wants_search
 from .search._deferred import Render
 from .tools import Tool, Toolbox
 
-__all__ = ["more_tools_note", "render_for", "schema_tokens", "search_tool_name"]
+__all__ = ["more_tools_note", "render_for", "schema_tokens", "search_on", "search_tool_name"]
+
+#: The token budget `auto` compares schemas against when no context policy sets one.
+DEFAULT_BUDGET = 128_000
 
 
 def _json_definitions(tools: Sequence[Tool]) -> str:
@@ -62,6 +65,17 @@ def more_tools_note(convention: Convention, run: SearchRun) -> str:
     return (
         f"{run.hidden:,} more tools exist than are listed. Call {name} with a few words about "
         "what you need; the tools it finds can be called from your next step on."
+    )
+
+
+def search_on(mode: str, tools: Toolbox, budget: int | None = None) -> bool:
+    """Whether `mode` (``auto``, ``always``, ``never``) defers `tools` behind a search."""
+    if mode == "always":
+        return True
+    if mode != "auto":
+        return False
+    return auto_wants_search(
+        len(tools), lambda: schema_tokens(tools), budget if budget is not None else DEFAULT_BUDGET
     )
 
 
