@@ -46,6 +46,18 @@ MUST_NOT = {
         "_running",
     },
     "_agent": {"eval", "cli"},
+    # The index and what a run has loaded; the conventions' renderings come from above.
+    "search": {
+        "models",
+        "conventions",
+        "sandbox",
+        "eval",
+        "cli",
+        "_agent",
+        "_loop",
+        "_dispatch",
+        "_scripts",
+    },
 }
 ONLY_EXCEPTIONS = {"tools", "sandbox", "decoding"}
 

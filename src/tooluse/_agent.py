@@ -382,6 +382,7 @@ class Agent:
                 render=render_for(self.convention),
                 name=search_tool_name(self.convention, tools),
                 also_loaded=context_tools,
+                callable_now=self.convention.caller == "script",
             )
             shown = Toolbox([*searching.initial, *(t for t in tools if t.name in context_tools)])
             tools = tools.merged(Toolbox([searching.tool]))

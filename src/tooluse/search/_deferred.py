@@ -72,16 +72,20 @@ class ToolSearch:
         render: Render,
         name: str = "tool_search",
         also_loaded: Iterable[str] = (),
+        callable_now: bool = False,
     ) -> SearchRun:
+        """A run's view of `tools`; `callable_now` when found tools need no next step (scripts)."""
         unknown = sorted(self.always_loaded - set(tools.names))
         if unknown:
             raise UsageError(f"always_loaded names tools the toolbox lacks: {', '.join(unknown)}")
         if name in tools:
             raise UsageError(f"the search tool's name {name!r} is taken by a tool of the toolbox")
         self.index.sync(tools)
-        return SearchRun(
+        run = SearchRun(
             tools, self.index, render, name, frozenset(self.always_loaded | set(also_loaded))
         )
+        run.callable_now = callable_now
+        return run
 
 
 class SearchRun:
@@ -102,6 +106,7 @@ class SearchRun:
         self._loaded: dict[str, None] = {}
         self._lock = threading.Lock()
         self.searches = 0
+        self.callable_now = False
 
         def search(query: str, top_k: int = 5) -> str:
             """Search the toolbox.
@@ -181,8 +186,6 @@ class SearchRun:
             return "\n".join(notes)
         found = [t for t in (self.box.get(h.name) for h in hits) if t is not None]
         self.load(t.name for t in found)
-        head = (
-            f"{len(found)} tool(s) found for {text!r} among {size:,}; "
-            "they can be called from your next step on:"
-        )
+        when = "now" if self.callable_now else "from your next step on"
+        head = f"{len(found)} tool(s) found for {text!r} among {size:,}; callable {when}:"
         return "\n".join([*notes, head, self.render(found).rstrip()])
