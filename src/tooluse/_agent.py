@@ -412,8 +412,7 @@ class Agent:
             run.system_prompt = "\n\n".join(
                 p for p in (self.system_prompt, more_tools_note(self.convention, searching)) if p
             )
-            if self.convention.native_tools:
-                run.state.extra_tools = searching.found
+            run.state.extra_tools = searching.found
         if gate is not None:
             state = run.state
             gate.messages = lambda: state.messages

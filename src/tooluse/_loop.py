@@ -438,15 +438,19 @@ def _rounds(
     first: int,
 ) -> Generator[Effect, Any, None]:
     tools: Sequence[Tool] = prepared.tools
+    described: Sequence[Tool] = prepared.described_tools
     tools_tokens = _tools_tokens(tools, config)
     for round_ in range(first, config.max_rounds + 1):
         state.rounds = round_
         if state.extra_tools is not None:
-            # Appended after the tools the run began with, so a cached prefix holds.
-            loaded = [t for t in state.extra_tools() if t not in tools]
-            if loaded:
+            # Appended after the tools the run began with, so a cached prefix holds;
+            # a reply format that writes calls as text (a grammar) learns them too.
+            if tools:
+                loaded = [t for t in state.extra_tools() if t not in tools]
                 tools = [*tools, *loaded]
                 tools_tokens += _tools_tokens(loaded, config)
+            if described:
+                described = [*described, *(t for t in state.extra_tools() if t not in described)]
         if state.context is not None:
             moved = state.context.enforce(tools_tokens)
             if moved and state.tracing:
@@ -463,7 +467,7 @@ def _rounds(
             choice,
             reply_format=prepared.reply_format,
             parallel_tool_calls=config.parallel_tool_calls,
-            described_tools=prepared.described_tools,
+            described_tools=described,
         )
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})

@@ -165,3 +165,20 @@ def test_never_shows_every_tool() -> None:
     model = ScriptedModel([{"content": "ok"}])
     Agent(model, big_box(), tool_search="never").run("hi")
     assert len(model.requests[0].tools) == 43
+
+
+def test_text_calls_to_found_tools_are_described_to_the_model_backend() -> None:
+    # A backend that constrains text calls (a grammar) must learn the found tools.
+    model = ScriptedModel(
+        [
+            {"content": '[tool_search(query="capital city of a country")]'},
+            {"content": '[lookup_capital(country="Japan")]'},
+            {"content": "Tokyo"},
+        ]
+    )
+    Agent(model, big_box(), convention="text", tool_search="always").run("Capital?")
+    described = [[t.name for t in r.described_tools] for r in model.requests]
+    assert described[0] == ["tool_search"]
+    assert described[1][0] == "tool_search"
+    assert "lookup_capital" in described[1]
+    assert all(r.tools == () or list(r.tools) == [] for r in model.requests)
