@@ -86,3 +86,12 @@ def test_sync_rebuilds_only_when_a_name_or_description_changes() -> None:
     assert index.sync([get_exchange_rate, moved]) is True
     assert names(index, "zeppelin") == ["zeppelin_tours"]
     assert len(index) == 2
+
+
+def test_a_word_in_most_tools_is_left_out_when_rarer_words_match_enough() -> None:
+    index = ToolIndex(big_box(2_000))
+    index.max_rows = 100
+    # "filler" is in 2,000 tools; "currency" in one: the query searches the rare word.
+    assert names(index, "filler currency") == ["get_exchange_rate"]
+    # Alone, a common word is still searched.
+    assert len(names(index, "filler")) == 5

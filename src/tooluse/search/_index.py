@@ -5,8 +5,10 @@ description, its parameters' names and descriptions, and the values its enums
 allow. Rows are ranked by FTS5's ``bm25`` with the name weighted highest. A
 query is read the way the context store reads one (`fts_query`): every word is
 quoted and the words are OR-ed, so nothing a model writes is parsed as FTS5
-syntax. Common English words are dropped first; they match most rows, cost
-time and rank nothing.
+syntax. Common English words are dropped first, and, as the store's planner
+does, a query keeps its rarest words only up to a budget of matched rows: a
+word found in thousands of tools costs milliseconds and weighs almost nothing
+in BM25.
 
 The index remembers a fingerprint of what it indexed (each tool's name,
 description and parameters); `sync` rebuilds it when the toolbox differs.
@@ -119,6 +121,10 @@ class ToolIndex:
     worker threads, and a search is one.
     """
 
+    #: A query keeps its rarest words while they match about this many tools in all
+    #: (or a tenth of the toolbox, if more).
+    max_rows = 1_000
+
     def __init__(self, tools: Toolbox | Iterable[Tool] = ()) -> None:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._lock = threading.Lock()
@@ -126,6 +132,14 @@ class ToolIndex:
         self._by_name: dict[str, int] = {}
         self.fingerprint = ""
         self.builds = 0
+        self._db.execute("PRAGMA temp_store = MEMORY")
+        self._db.execute(
+            f"CREATE VIRTUAL TABLE temp.query_words USING fts5 (word, tokenize = '{_TOKENIZER}')"
+        )
+        self._db.execute(
+            "CREATE VIRTUAL TABLE temp.query_tokens USING fts5vocab (temp, query_words, 'instance')"
+        )
+        self._doc_freq: dict[str, int] = {}
         self.sync(tools)
 
     def __len__(self) -> int:
@@ -149,6 +163,12 @@ class ToolIndex:
                 " VALUES (?, ?, ?, ?, ?)",
                 ((i, *_document(t)) for i, t in enumerate(listed)),
             )
+            db.execute("INSERT INTO tools (tools) VALUES ('optimize')")
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.index_terms"
+                " USING fts5vocab (main, tools, 'row')"
+            )
+            self._doc_freq = dict(db.execute("SELECT term, doc FROM temp.index_terms"))
             db.commit()
             self._names = [t.name for t in listed]
             self._by_name = {name.casefold(): i for i, name in enumerate(self._names)}
@@ -164,14 +184,14 @@ class ToolIndex:
         if top_k < 1:
             return []
         exact = self._by_name.get(query.strip().casefold())
-        match = fts_query(query_words(query))
         hits: list[SearchHit] = []
         if exact is not None:
             hits.append(SearchHit(self._names[exact], float("inf")))
-        if match is None:
-            return hits[:top_k]
         weights = ", ".join(str(w) for w in _WEIGHTS)
         with self._lock:
+            match = fts_query(" ".join(self._rarest(query_words(query))))
+            if match is None:
+                return hits[:top_k]
             rows = self._db.execute(
                 f"SELECT rowid, bm25(tools, {weights}) AS r FROM tools WHERE tools MATCH ?"
                 " ORDER BY r LIMIT ?",
@@ -181,6 +201,30 @@ class ToolIndex:
             if rowid != exact:
                 hits.append(SearchHit(self._names[rowid], -float(rank)))
         return hits[:top_k]
+
+    def _rarest(self, text: str) -> list[str]:
+        """The query's words, rarest first, as many as match about `max_rows` tools in all."""
+        words = list(dict.fromkeys(w.casefold() for w in re.findall(r"[^\W_]+", text)))[:64]
+        if not words:
+            return []
+        db = self._db
+        db.execute("DELETE FROM temp.query_words")
+        db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(words))
+        stems: dict[int, str] = dict(db.execute("SELECT doc, term FROM temp.query_tokens"))
+        costed = sorted(
+            (self._doc_freq.get(stems.get(i, ""), 0), word) for i, word in enumerate(words)
+        )
+        budget = max(self.max_rows, len(self._names) // 10)
+        kept: list[str] = []
+        total = 0
+        for rows, word in costed:
+            if rows == 0:
+                continue  # matches nothing: no cost, no use
+            if kept and total + rows > budget:
+                break
+            kept.append(word)
+            total += rows
+        return kept
 
     def names(self) -> Sequence[str]:
         return tuple(self._names)
