@@ -42,6 +42,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "mcp_server.py",
         "mcp_bench.py",
         "local_latency.py",
+        "toolsearch.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:
