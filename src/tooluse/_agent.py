@@ -376,9 +376,8 @@ class Agent:
         searching: SearchRun | None = None
         if self._search is not None:
             context_tools = [t.name for t in tools if t.name not in self.tools]
-            box = self.tools
             searching = self._search.open(
-                box,
+                self.tools,
                 render=render_for(self.convention),
                 name=search_tool_name(self.convention, tools),
                 also_loaded=context_tools,
@@ -408,6 +407,7 @@ class Agent:
         )
         run.state.context = window
         if searching is not None:
+            run.searching = searching
             run.shown = shown
             run.system_prompt = "\n\n".join(
                 p for p in (self.system_prompt, more_tools_note(self.convention, searching)) if p
@@ -449,6 +449,10 @@ class Agent:
                     known = run.tools.get(earlier.name or "")
                     trusted = known is not None and known.trust == "trusted"
                     gate.provenance.note(earlier.name or "tool", earlier.content, trusted=trusted)
+        if run.searching is not None:
+            # Tools the conversation called already (an earlier run, a resumed one) stay loaded.
+            said = [*history, *state.messages]
+            run.searching.load(c.name for m in said for c in m.tool_calls if c.name in self.tools)
         try:
             shown = (run.shown or run.tools).callable_by(self.convention.caller)
             prepared = self.convention.prepare(shown, run.system_prompt)
@@ -576,6 +580,7 @@ class _Run:
         self.dispatcher = dispatcher
         #: Under tool search: the tools shown at the start, and the prompt with its note.
         self.shown: Toolbox | None = None
+        self.searching: SearchRun | None = None
         self.system_prompt = agent.system_prompt
         #: Whether the loop ran to its own end (an answer, a limit, an error).
         self.played = False

@@ -182,3 +182,23 @@ def test_text_calls_to_found_tools_are_described_to_the_model_backend() -> None:
     assert described[1][0] == "tool_search"
     assert "lookup_capital" in described[1]
     assert all(r.tools == () or list(r.tools) == [] for r in model.requests)
+
+
+def test_a_continued_conversation_keeps_the_tools_it_called_loaded() -> None:
+    agent = Agent(
+        ScriptedModel(
+            [
+                call("c1", "tool_search", {"query": "currency exchange rate"}),
+                call("c2", "get_exchange_rate", {"base": "USD", "target": "EUR"}),
+                {"content": "0.92"},
+                call("c3", "get_exchange_rate", {"base": "USD", "target": "GBP"}),
+                {"content": "0.79"},
+            ]
+        ),
+        big_box(),
+        tool_search="always",
+    )
+    first = agent.run("USD to EUR?")
+    second = agent.run("And to GBP?", history=first.messages)
+    assert second.rejected == []
+    assert [c.name for c in second.calls] == ["get_exchange_rate"]

@@ -15,6 +15,7 @@ from ..conventions import Convention, Interpretation, Prepared, Retry, get_conve
 from ..conventions._text import describe_tools
 from ..models import Model, ModelResponse
 from ..sandbox import Sandbox
+from ..search import SearchMode
 from ..tools import Toolbox
 from ._task import Setup, Task, Turn
 
@@ -72,7 +73,7 @@ class CallPolicy:
     #: not counted).
     max_rounds: int | None = None
     #: Tool search for searchable tasks (``auto``, ``always``, ``never``; None: never).
-    tool_search: str | None = None
+    tool_search: SearchMode | None = None
     #: Pad a searchable task's toolbox with distractor BFCL functions up to this size.
     toolbox_size: int | None = None
 
@@ -113,7 +114,7 @@ def _agent(
         sandbox=sandbox,
         tool_choice=calls.tool_choice,
         parallel_tool_calls=calls.parallel_tool_calls,
-        tool_search=(calls.tool_search or "never") if task.searchable else "never",  # type: ignore[arg-type]
+        tool_search=(calls.tool_search or "never") if task.searchable else "never",
     )
 
 
