@@ -85,7 +85,8 @@ class Agent:
             top_k=5)``; ``tools.search(query)`` in scripts) that loads the tools
             it finds; ``auto`` does so when there are more than 30 tools or
             their schemas would take more than 10% of the token budget (the
-            context policy's, else 128,000); ``never`` shows every tool.
+            context policy's, else 128,000); ``never`` shows every tool. None:
+            ``always`` for a `Toolbox` made with ``defer=True``, else ``never``.
         always_loaded: names of tools shown from the start under tool search.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
@@ -114,7 +115,7 @@ class Agent:
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
         approval: ApprovalPolicy | PolicyFunction | str | None = None,
-        tool_search: SearchMode = "never",
+        tool_search: SearchMode | None = None,
         always_loaded: Iterable[str] = (),
     ) -> None:
         if max_rounds < 1:
@@ -155,7 +156,11 @@ class Agent:
         self._store: ContextStore | None = None
         self._search = self._tool_search(tool_search, always_loaded)
 
-    def _tool_search(self, mode: SearchMode, always_loaded: Iterable[str]) -> ToolSearch | None:
+    def _tool_search(
+        self, mode: SearchMode | None, always_loaded: Iterable[str]
+    ) -> ToolSearch | None:
+        if mode is None:
+            mode = "always" if self.tools.defer else "never"
         if mode not in ("auto", "always", "never"):
             raise UsageError(f"tool_search must be 'auto', 'always' or 'never', not {mode!r}")
         always = frozenset([always_loaded] if isinstance(always_loaded, str) else always_loaded)

@@ -202,3 +202,15 @@ def test_a_continued_conversation_keeps_the_tools_it_called_loaded() -> None:
     second = agent.run("And to GBP?", history=first.messages)
     assert second.rejected == []
     assert [c.name for c in second.calls] == ["get_exchange_rate"]
+
+
+def test_a_deferred_toolbox_turns_search_on_unless_the_agent_says_otherwise() -> None:
+    def first_tools(**kwargs: Any) -> list[str]:
+        model = ScriptedModel([{"content": "ok"}])
+        box = Toolbox([get_exchange_rate, lookup_capital], defer=True)
+        Agent(model, box, **kwargs).run("hi")
+        return [t.name for t in model.requests[0].tools]
+
+    assert first_tools() == ["tool_search"]
+    assert first_tools(always_loaded=["lookup_capital"]) == ["lookup_capital", "tool_search"]
+    assert first_tools(tool_search="never") == ["get_exchange_rate", "lookup_capital"]
