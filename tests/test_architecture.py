@@ -48,6 +48,18 @@ MUST_NOT = {
     "_agent": {"eval", "cli"},
     # The linter reads tools; it never runs them or asks a model.
     "lint": {"models", "conventions", "sandbox", "context", "eval", "cli", *RUNTIME_TOP},
+    # The index and what a run has loaded; the conventions' renderings come from above.
+    "search": {
+        "models",
+        "conventions",
+        "sandbox",
+        "eval",
+        "cli",
+        "_agent",
+        "_loop",
+        "_dispatch",
+        "_scripts",
+    },
 }
 ONLY_EXCEPTIONS = {"tools", "sandbox", "decoding"}
 

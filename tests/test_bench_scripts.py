@@ -44,6 +44,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "local_latency.py",
         "lint_counts.py",
         "ray_sweep.py",
+        "toolsearch.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:

@@ -28,6 +28,7 @@ from ._messages import Message
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
+from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
 from .context._store import ContextStore
@@ -35,6 +36,7 @@ from .context._window import ContextPolicy, ContextWindow
 from .conventions import Convention, get_convention
 from .models import Model, ToolChoice
 from .sandbox import IsolationMode, Sandbox
+from .search import SearchMode, SearchRun, ToolSearch
 from .tools import Tool, Toolbox
 
 __all__ = ["Agent"]
@@ -78,6 +80,14 @@ class Agent:
             ``"provenance"`` (a `ProvenancePolicy` that denies a side-effecting
             call whose arguments only untrusted tool results supplied). None runs
             every valid call. See `resume` for a deferred call.
+        tool_search: ``always`` defers the toolbox: the model starts with the
+            ``always_loaded`` tools and a search tool (``tool_search(query,
+            top_k=5)``; ``tools.search(query)`` in scripts) that loads the tools
+            it finds; ``auto`` does so when there are more than 30 tools or
+            their schemas would take more than 10% of the token budget (the
+            context policy's, else 128,000); ``never`` shows every tool. None:
+            ``always`` for a `Toolbox` made with ``defer=True``, else ``never``.
+        always_loaded: names of tools shown from the start under tool search.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -105,6 +115,8 @@ class Agent:
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
         approval: ApprovalPolicy | PolicyFunction | str | None = None,
+        tool_search: SearchMode | None = None,
+        always_loaded: Iterable[str] = (),
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -142,6 +154,26 @@ class Agent:
             with ContextStore() as scratch:
                 self.tools.merged(Toolbox(ContextWindow(context, scratch, len).tools()))
         self._store: ContextStore | None = None
+        self._search = self._tool_search(tool_search, always_loaded)
+
+    def _tool_search(
+        self, mode: SearchMode | None, always_loaded: Iterable[str]
+    ) -> ToolSearch | None:
+        if mode is None:
+            mode = "always" if self.tools.defer else "never"
+        if mode not in ("auto", "always", "never"):
+            raise UsageError(f"tool_search must be 'auto', 'always' or 'never', not {mode!r}")
+        always = frozenset([always_loaded] if isinstance(always_loaded, str) else always_loaded)
+        unknown = sorted(always - set(self.tools.names))
+        if unknown:
+            raise UsageError(
+                f"always_loaded names tools the toolbox lacks: {', '.join(unknown)}; "
+                f"have: {', '.join(self.tools.names[:30])}"
+            )
+        budget = self.context.budget if self.context is not None else None
+        if not search_on(mode, self.tools, budget):
+            return None
+        return ToolSearch(always)
 
     def sandbox(self) -> Sandbox:
         """The sandbox scripts run in (started on first use)."""
@@ -345,6 +377,22 @@ class Agent:
                     gate.provenance = Provenance.from_dict(paused.provenance)
             elif gate.provenance is not None and self.system_prompt:
                 gate.provenance.trust(self.system_prompt)
+        expectations = [expect] if isinstance(expect, Expect) else list(expect)
+        check_tools(expectations, self.tools)
+        convention = self.convention.for_run(task, expectations, model=self.model.name)
+        shown: Toolbox | None = None
+        searching: SearchRun | None = None
+        if self._search is not None:
+            context_tools = [t.name for t in tools if t.name not in self.tools]
+            searching = self._search.open(
+                self.tools,
+                render=render_for(convention),
+                name=search_tool_name(convention, tools),
+                also_loaded=context_tools,
+                callable_now=convention.caller == "script",
+            )
+            shown = Toolbox([*searching.initial, *(t for t in tools if t.name in context_tools)])
+            tools = tools.merged(Toolbox([searching.tool]))
         dispatcher = Dispatcher(
             tools,
             timeout=self.tool_timeout,
@@ -352,10 +400,8 @@ class Agent:
             max_calls_per_turn=self.max_calls_per_turn,
             max_argument_bytes=self.config.max_argument_chars,
             gate=gate,
+            unloaded=searching.refusal if searching is not None else None,
         )
-        expectations = [expect] if isinstance(expect, Expect) else list(expect)
-        check_tools(expectations, self.tools)
-        convention = self.convention.for_run(task, expectations, model=self.model.name)
         run = _Run(
             self,
             convention=convention,
@@ -367,6 +413,13 @@ class Agent:
             task=task,
         )
         run.state.context = window
+        if searching is not None:
+            run.searching = searching
+            run.shown = shown
+            run.system_prompt = "\n\n".join(
+                p for p in (self.system_prompt, more_tools_note(convention, searching)) if p
+            )
+            run.state.extra_tools = searching.found
         if gate is not None:
             state = run.state
             gate.messages = lambda: state.messages
@@ -404,9 +457,13 @@ class Agent:
                     known = run.tools.get(earlier.name or "")
                     trusted = known is not None and known.trust == "trusted"
                     gate.provenance.note(earlier.name or "tool", earlier.content, trusted=trusted)
+        if run.searching is not None:
+            # Tools the conversation called already (an earlier run, a resumed one) stay loaded.
+            said = [*history, *state.messages]
+            run.searching.load(c.name for m in said for c in m.tool_calls if c.name in self.tools)
         try:
-            shown = run.tools.callable_by(run.convention.caller)
-            prepared = run.convention.prepare(shown, self.system_prompt)
+            shown = (run.shown or run.tools).callable_by(run.convention.caller)
+            prepared = run.convention.prepare(shown, run.system_prompt)
             flow = agent_flow(
                 state,
                 task,
@@ -533,6 +590,10 @@ class _Run:
         )
         self.tools = tools
         self.dispatcher = dispatcher
+        #: Under tool search: the tools shown at the start, and the prompt with its note.
+        self.shown: Toolbox | None = None
+        self.searching: SearchRun | None = None
+        self.system_prompt = agent.system_prompt
         #: Whether the loop ran to its own end (an answer, a limit, an error).
         self.played = False
         self.result: RunResult | None = None

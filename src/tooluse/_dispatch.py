@@ -59,6 +59,8 @@ class Dispatcher:
         max_calls_per_turn: calls of one turn beyond this are refused.
         max_argument_bytes: argument text beyond this is refused unread.
         gate: the run's approval step (see `Gate`); None runs every valid call.
+        unloaded: with tool search, the refusal text for the model's call of a
+            tool it has not loaded (None: the call may run).
     """
 
     def __init__(
@@ -70,11 +72,12 @@ class Dispatcher:
         max_calls_per_turn: int = 128,
         max_argument_bytes: int = 1_000_000,
         gate: Gate | None = None,
+        unloaded: Callable[[str], str | None] | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_calls_per_turn = max_calls_per_turn
         self.gate = gate
-        self._validator = Validator(tools, max_argument_bytes=max_argument_bytes)
+        self._validator = Validator(tools, max_argument_bytes=max_argument_bytes, unloaded=unloaded)
         self._runner = Runner(max_concurrency)
 
     @property

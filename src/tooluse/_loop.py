@@ -29,6 +29,7 @@ from .context._window import ContextWindow
 from .conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
 from .conventions._plan import PlanProgram
 from .models import ModelRequest, ModelResponse, ToolChoice
+from .tools import Tool
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow"]
 
@@ -115,6 +116,8 @@ class RunState:
     #: round costs the same however long the conversation is.
     context_tokens: int = 0
     last_tokens: int = 0
+    #: Tools loaded during the run (tool search), appended to a native tool list.
+    extra_tools: Callable[[], Sequence[Tool]] | None = None
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
@@ -490,6 +493,12 @@ def _open_conversation(
     state.add(Message("user", task))
 
 
+def _tools_tokens(tools: Sequence[Tool], config: LoopConfig) -> int:
+    if not config.count_tokens:
+        return 0
+    return sum(count_tokens(t.name + t.description + json.dumps(t.parameters)) for t in tools)
+
+
 def _rounds(
     state: RunState,
     prepared: Prepared,
@@ -499,13 +508,20 @@ def _rounds(
     task: str,
     first: int,
 ) -> Generator[Effect, Any, None]:
-    tools_tokens = (
-        sum(count_tokens(t.name + t.description + json.dumps(t.parameters)) for t in prepared.tools)
-        if config.count_tokens
-        else 0
-    )
+    tools: Sequence[Tool] = prepared.tools
+    described: Sequence[Tool] = prepared.described_tools
+    tools_tokens = _tools_tokens(tools, config)
     for round_ in range(first, config.max_rounds + 1):
         state.rounds = round_
+        if state.extra_tools is not None:
+            # Appended after the tools the run began with, so a cached prefix holds;
+            # a reply format that writes calls as text (a grammar) learns them too.
+            if tools:
+                loaded = [t for t in state.extra_tools() if t not in tools]
+                tools = [*tools, *loaded]
+                tools_tokens += _tools_tokens(loaded, config)
+            if described:
+                described = [*described, *(t for t in state.extra_tools() if t not in described)]
         if state.context is not None:
             moved = state.context.enforce(tools_tokens)
             if moved and state.tracing:
@@ -518,11 +534,11 @@ def _rounds(
             choice = config.tool_choice
         request = ModelRequest(
             window,
-            prepared.tools,
+            tools,
             choice,
             reply_format=prepared.reply_format,
             parallel_tool_calls=config.parallel_tool_calls,
-            described_tools=prepared.described_tools,
+            described_tools=described,
         )
         if state.tracing:
             state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})

@@ -12,6 +12,7 @@ arguments the function is called with. Nothing here runs a tool.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +54,17 @@ class Prepared:
 class Validator:
     """Checks calls against a toolbox; keeps one schema checker per tool it has seen."""
 
-    def __init__(self, tools: Toolbox, *, max_argument_bytes: int) -> None:
+    def __init__(
+        self,
+        tools: Toolbox,
+        *,
+        max_argument_bytes: int,
+        unloaded: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.tools = tools
         self.max_argument_bytes = max_argument_bytes
+        #: With tool search: the refusal for a model's call of a tool not loaded yet.
+        self.unloaded = unloaded
         self._checkers: dict[str, ArgumentChecker] = {}
 
     def prepare(
@@ -68,6 +77,10 @@ class Validator:
         caller = caller_of(source)
         if caller not in tool.callers:
             return self._not_for(call, tool, caller, round_=round_, source=source)
+        if self.unloaded is not None and caller == "model":
+            refusal = self.unloaded(tool.name)
+            if refusal is not None:
+                return self.reject(call, refusal, round_=round_, source=source, kind="unloaded")
         try:
             parsed = parse_arguments(call.arguments, max_bytes=self.max_argument_bytes)
         except ArgumentsError as exc:

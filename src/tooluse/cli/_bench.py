@@ -116,6 +116,12 @@ class ToolChoiceOption(StrEnum):
     required = "required"
 
 
+class ToolSearchOption(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
 def _split(text: str | None) -> tuple[str, ...]:
     return tuple(part.strip() for part in (text or "").split(",") if part.strip())
 
@@ -291,11 +297,34 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
             "first reply only, as BFCL does. Rows name it beside the model.",
         ),
     ] = None,
+    tool_search: Annotated[
+        ToolSearchOption,
+        typer.Option(
+            "--tool-search",
+            help="Defer single-turn entries' tools behind tool search (the oracle searches "
+            "first). Rows name it beside the model.",
+        ),
+    ] = None,  # type: ignore[assignment]
+    toolbox_size: Annotated[
+        int | None,
+        typer.Option(
+            "--toolbox-size",
+            min=1,
+            help="Pad each single-turn entry's functions with distractor BFCL functions "
+            "up to N tools. Rows name it beside the model.",
+        ),
+    ] = None,
 ) -> None:
     """BFCL: single-turn categories scored by AST, multi-turn against BFCL's backends."""
     from ..eval import CallPolicy
 
-    policy = CallPolicy(tool_choice.value, parallel_calls, max_rounds)
+    policy = CallPolicy(
+        tool_choice.value,
+        parallel_calls,
+        max_rounds,
+        tool_search=tool_search.value if tool_search is not None else None,
+        toolbox_size=toolbox_size,
+    )
     _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
            retry_errors=retry_errors, calls=policy, executor=executor,
@@ -517,3 +546,46 @@ def agentdojo(  # noqa: PLR0917
             highlight=False,
         )
     err.print(f"wrote {bench.results} and {summary}")
+
+
+@bench_app.command("toolsearch")
+def toolsearch(
+    out: Annotated[Path, typer.Option("--out", help="Directory for results.jsonl and summary.md.")],
+    tools: Annotated[
+        str,
+        typer.Option(
+            "--tools",
+            help="Comma-separated toolbox sizes to search at: 'all' (every distinct BFCL "
+            "function) or N (sampled below the catalogue, padded with generated tools above).",
+        ),
+    ] = "all,10000",
+    seed: SeedOption = 0,
+) -> None:
+    """Tool search over every distinct BFCL function: recall, MRR, latency and prompt tokens."""
+    import json
+
+    from ..eval._toolsearch import run_toolsearch_bench, summary_markdown
+
+    sizes: list[int | None] = []
+    for part in _split(tools):
+        if part == "all":
+            sizes.append(None)
+            continue
+        try:
+            size = int(part)
+        except ValueError:
+            raise UsageError(
+                f"--tools takes 'all' or sizes, comma-separated; got {part!r}"
+            ) from None
+        if size < 1:
+            raise UsageError("--tools sizes must be positive")
+        sizes.append(size)
+    if not sizes:
+        raise UsageError("--tools names no size")
+    try:
+        report = run_toolsearch_bench(out, sizes=sizes, seed=seed)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report into {out}: {exc.strerror or exc}") from exc
+    print(summary_markdown(report))
+    print(json.dumps(report.to_dict()))
+    err.print(f"wrote {out / 'results.jsonl'} and {out / 'summary.md'}")

@@ -8,13 +8,14 @@ over that turn's tools: in BFCL's ``miss_func`` entries functions arrive late.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import Agent, Expect, Message, RunResult
 from ..conventions import Convention, Interpretation, Prepared, Retry, get_convention
 from ..conventions._text import describe_tools
 from ..models import Model, ModelResponse
 from ..sandbox import Sandbox
+from ..search import SearchMode
 from ..tools import Toolbox
 from ._task import Setup, Task, Turn
 
@@ -86,6 +87,10 @@ class CallPolicy:
     #: single-response scoring, where what the model does after its calls is
     #: not counted).
     max_rounds: int | None = None
+    #: Tool search for searchable tasks (``auto``, ``always``, ``never``; None: never).
+    tool_search: SearchMode | None = None
+    #: Pad a searchable task's toolbox with distractor BFCL functions up to this size.
+    toolbox_size: int | None = None
 
     @property
     def label(self) -> str:
@@ -97,6 +102,10 @@ class CallPolicy:
             parts.append(f"parallel_tool_calls={str(self.parallel_tool_calls).lower()}")
         if self.max_rounds is not None:
             parts.append(f"max_rounds={self.max_rounds}")
+        if self.tool_search not in (None, "never"):
+            parts.append(f"tool_search={self.tool_search}")
+        if self.toolbox_size is not None:
+            parts.append(f"toolbox={self.toolbox_size}")
         return " ".join(parts)
 
 
@@ -120,6 +129,7 @@ def _agent(
         sandbox=sandbox,
         tool_choice=calls.tool_choice,
         parallel_tool_calls=calls.parallel_tool_calls,
+        tool_search=(calls.tool_search or "never") if task.searchable else "never",
     )
 
 
@@ -160,7 +170,7 @@ async def run_setup(
     """
     policy = calls or CallPolicy()
     if convention != "json":  # tool choice and parallel calls are the json convention's
-        policy = CallPolicy(max_rounds=policy.max_rounds)
+        policy = replace(policy, tool_choice=None, parallel_tool_calls=None)
     counting = _Counting(get_convention(convention))
     transcript = Transcript(runs=[])
     history: list[Message] = list(setup.history)

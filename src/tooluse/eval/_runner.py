@@ -34,14 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import RunResult, UsageError
+from .._searching import search_on
 from ..conventions import get_convention
 from ..models import Model, resolve_model
 from ..sandbox import Sandbox
 from ._driver import CallPolicy, Transcript, run_setup
-from ._oracle import oracle_for
+from ._oracle import OracleModel, oracle_for
 from ._row import Row, read_results, schema_valid_share
 from ._suites import SuiteOptions, build_tasks
 from ._task import BenchDataError, Setup, Task
+from ._toolsearch import pad_setup, searching_oracle
 
 __all__ = [
     "CONVENTIONS",
@@ -203,6 +205,12 @@ class _Context:
                 last = setup.turns[-1].text if setup.turns else ""
                 chosen = get_convention("auto").for_run(last, setup.expect, model=ORACLE)
                 convention = chosen.name
+            mode = self.calls.tool_search
+            tools = setup.turns[0].tools if setup.turns else None
+            if task.searchable and mode is not None and tools and search_on(mode, tools):
+                # Deferred tools must be found before they are called: the oracle searches.
+                turns = searching_oracle(task.oracle(setup, convention), convention, tools)
+                return OracleModel(turns, convention)
             return oracle_for(task, convention, setup)
         return self._model
 
@@ -282,6 +290,8 @@ async def _run_entry(task: Task, convention: str, context: _Context) -> Row:
     setup: Setup | None = None
     try:
         setup = task.setup()
+        if context.calls.toolbox_size is not None and task.searchable:
+            pad_setup(setup, context.calls.toolbox_size, key=task.id)
         model = context.model_for(task, setup, convention)
         sandbox = context.sandbox() if convention in ("code", "auto") else None
         transcript = await run_setup(task, setup, model, convention, sandbox, calls=context.calls)

@@ -105,6 +105,9 @@ class Task(ABC):
     #: Model requests allowed per turn.
     max_rounds: int = 10
     max_calls_per_turn: int = 128
+    #: Whether a run may pad the toolbox with distractors and defer it behind tool
+    #: search (`CallPolicy.tool_search`); single-turn tasks whose score ignores it.
+    searchable: bool = False
 
     @abstractmethod
     def setup(self) -> Setup:

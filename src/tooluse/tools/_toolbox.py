@@ -30,9 +30,14 @@ class Toolbox:
     (``parallel``, ``ToolError``) is written there with a trailing underscore.
 
     Plain functions are accepted and turned into tools as `@tool` would.
+    ``defer=True`` asks an `Agent` to hide the tools behind tool search (its
+    ``tool_search="always"``) unless the agent says otherwise.
     """
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool | Callable[..., Any]] = (), *, defer: bool = False
+    ) -> None:
+        self.defer = defer
         self._tools: dict[str, Tool] = {}
         self._functions: dict[str, str] = {}  # stub function name → tool name
         for item in tools:

@@ -72,6 +72,8 @@ PAPER_CATEGORIES = (
 PAPER_SUBSET_SIZE = 309
 
 _VERSION = "BFCL_v4"
+# The names the search tool takes (see `tooluse._searching.search_tool_name`).
+_SEARCH_NAMES = frozenset({"tool_search", "search", "toolbox_search"})
 _NO_CALL_ANSWER = "None of the available functions fits this request, so I made no call."
 
 
@@ -345,6 +347,7 @@ class BfclTask(Task):
 
     suite = "bfcl"
     max_rounds = 5
+    searchable = True
 
     def __init__(self, entry: _Entry) -> None:
         self.entry = entry
@@ -391,7 +394,14 @@ class BfclTask(Task):
         return [OracleTurn(steps=[calls], script=script, answer="Done.")]
 
     def score(self, setup: Setup, runs: Sequence[RunResult]) -> Score:
-        made = [Call(c.name, c.arguments) for run in runs for c in run.calls]
+        own = {shown_name(str(f.get("name", ""))) for f in self.entry.functions}
+        made = [
+            Call(c.name, c.arguments)
+            for run in runs
+            for c in run.calls
+            # A search of a deferred toolbox (`--tool-search`) is not a call BFCL scores.
+            if c.name in own or c.name not in _SEARCH_NAMES
+        ]
         attempted = len(made) + sum(len(run.rejected) for run in runs)
         if self.category in NO_CALL_CATEGORIES:
             metrics = call_metrics([], made)
