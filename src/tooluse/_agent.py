@@ -8,7 +8,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._approval import (
     Approval,
@@ -25,6 +25,7 @@ from ._exceptions import ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._messages import Message
+from ._otel import otel_enabled, otel_sink
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
@@ -36,6 +37,9 @@ from .conventions import Convention, get_convention
 from .models import Model, ToolChoice
 from .sandbox import IsolationMode, Sandbox
 from .tools import Tool, Toolbox
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["Agent"]
 
@@ -78,6 +82,9 @@ class Agent:
             ``"provenance"`` (a `ProvenancePolicy` that denies a side-effecting
             call whose arguments only untrusted tool results supplied). None runs
             every valid call. See `resume` for a deferred call.
+        otel: export OpenTelemetry GenAI spans of each run (needs the ``otel``
+            extra): True, or a `TracerProvider` to export to; None follows
+            ``TOOLUSE_OTEL=1``. See `tooluse._otel` for the spans.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -105,6 +112,7 @@ class Agent:
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
         approval: ApprovalPolicy | PolicyFunction | str | None = None,
+        otel: bool | TracerProvider | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -142,6 +150,9 @@ class Agent:
             with ContextStore() as scratch:
                 self.tools.merged(Toolbox(ContextWindow(context, scratch, len).tools()))
         self._store: ContextStore | None = None
+        self.otel = otel_enabled() if otel is None else otel
+        if self.otel is True:
+            otel_sink()  # the extra is missing: say so now, not at the first run
 
     def sandbox(self) -> Sandbox:
         """The sandbox scripts run in (started on first use)."""
@@ -328,6 +339,8 @@ class Agent:
             sinks.append(writer)
         if self.on_event is not None:
             sinks.append(self.on_event)
+        if self.otel is not False:
+            sinks.append(otel_sink(None if self.otel is True else self.otel))
         window: ContextWindow | None = None
         tools = self.tools
         if self.context is not None:
