@@ -36,6 +36,7 @@ from ._bench import bench_app
 from ._mcp import mcp_app
 from ._models import models_app
 from ._sim import sim_app
+from ._view import view
 
 if TYPE_CHECKING:
     from ..mcp import MCPClient
@@ -53,6 +54,7 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(bench_app, name="bench")
 app.add_typer(models_app, name="models")
 app.add_typer(mcp_app, name="mcp")
+app.command("view")(view)
 
 out = Console()
 err = Console(stderr=True)
