@@ -61,7 +61,7 @@ def code_run(path: Path) -> None:
     )
     replies = [{"content": f"```python\n{script}```"}, {"content": "Both are mild."}]
     with Agent(ScriptedModel(replies), seed_tools, convention="code", trace=path) as agent:
-        agent.run("Weather in Paris and Oslo?")
+        agent.run("Weather in Paris and Tokyo?")
 
 
 def context_run(path: Path) -> None:
