@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -41,9 +42,20 @@ def view(
         written = write_static(catalog, static)
         err.print(f"wrote {len(written)} files to {static}; open {static / 'index.html'}")
         return
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError as exc:
+        listener.close()
+        raise UsageError(f"cannot listen on 127.0.0.1:{port} ({exc}); pick another --port") from exc
+    listener.listen(64)  # connections wait from now on, before the server has started
+    bound = listener.getsockname()[1]
     runs = len(catalog.runs())
     err.print(
         f"{runs} runs, {len(catalog.benches)} bench directories: "
-        f"http://127.0.0.1:{port}/ (Ctrl-C stops)"
+        f"http://127.0.0.1:{bound}/ (Ctrl-C stops)",
+        soft_wrap=True,
     )
-    uvicorn.run(create_app(catalog), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(create_app(catalog), log_level="warning")
+    uvicorn.Server(config).run(sockets=[listener])
