@@ -8,6 +8,8 @@ from pathlib import Path
 from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, Toolbox, tool
 from tooluse.context import ContextPolicy
+from tooluse.eval._report import write_summary
+from tooluse.eval._row import Row
 from tooluse.models import ScriptedModel
 
 #: Text that would run in the page if the viewer did not escape it.
@@ -70,3 +72,25 @@ def context_run(path: Path) -> None:
     replies.append({"content": "40 fruits."})
     policy = ContextPolicy(budget=620, agent_tools=False)
     Agent(ScriptedModel(replies), seed_tools, context=policy, trace=path).run("List fruits.")
+
+
+def bench_dir(folder: Path, correct: dict[str, int]) -> Path:
+    """A bench directory of BFCL-like rows: per category, how many of 4 entries passed."""
+    folder.mkdir()
+    rows = []
+    for category, passed in correct.items():
+        for i in range(4):
+            rows.append(
+                Row(
+                    suite="bfcl",
+                    entry_id=f"{category}_{i}",
+                    category=category,
+                    convention="json",
+                    model="m",
+                    correct=i < passed,
+                    status="completed",
+                )
+            )
+    (folder / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in rows))
+    write_summary(folder, rows)
+    return folder

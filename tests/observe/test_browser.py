@@ -32,7 +32,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from tooluse.view import Catalog, create_app
 
-from ._traces import REJECTED_WORD, SCRIPT_STDOUT, code_run, json_run
+from ._traces import REJECTED_WORD, SCRIPT_STDOUT, bench_dir, code_run, json_run
 
 
 class Server:
@@ -148,3 +148,30 @@ def test_a_trace_being_written_grows_in_the_open_page(
             )
         )
         assert REJECTED_WORD in browser.find_element(By.CSS_SELECTOR, ".event.rejected").text
+
+
+def test_a_bench_table_sorts_by_a_clicked_column(tmp_path: Path, browser: Any, shots: Path) -> None:
+    bench = bench_dir(tmp_path / "bench", {"simple": 1, "multiple": 4, "parallel": 2})
+    with Server([bench]) as server:
+        browser.get(server.url + "/")
+        browser.find_element(By.PARTIAL_LINK_TEXT, str(bench)).click()
+        table = wait(browser).until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "table.sortable"))
+        )
+
+        def column(header: str) -> list[str]:
+            headers = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+            i = headers.index(header)
+            rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+            return [row.find_elements(By.TAG_NAME, "td")[i].text for row in rows]
+
+        accuracy = next(
+            th for th in table.find_elements(By.CSS_SELECTOR, "thead th") if th.text == "accuracy"
+        )
+        accuracy.click()
+        up = column("accuracy")
+        assert up == sorted(up, key=lambda text: float(text.rstrip("%")))
+        accuracy.click()
+        assert column("accuracy") == up[::-1]
+        assert column("category")[0] == "multiple"  # 100%, first when sorted down
+        browser.save_screenshot(str(shots / "view_bench.png"))

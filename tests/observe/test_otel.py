@@ -20,6 +20,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
 from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, RunResult
+from tooluse.context import ContextPolicy
 from tooluse.models import ScriptedModel
 
 from ._otlp_receiver import OtlpReceiver, ReceivedSpan
@@ -204,3 +205,21 @@ def test_the_gen_ai_attributes_are_the_semantic_conventions_own(
     assert "gen_ai.tool.call.arguments" in used  # content was on, so every name shows
     assert used <= known, used - known
     assert {str(s.attributes["gen_ai.operation.name"]) for s in receiver.spans} <= operations
+
+
+def test_context_offloads_are_events_on_the_run_span(receiver: OtlpReceiver) -> None:
+    replies: list[dict[str, object]] = [
+        call(f"p{page}", "list_items", category="fruit", page=page) for page in (1, 2, 3, 4)
+    ]
+    replies.append(call("k1", "context_compress", span_ids=["m3", "m4"], summary="pages 1-2"))
+    replies.append({"content": "40 fruits."})
+    result, spans = export_run(receiver, replies, context=ContextPolicy(budget=900))
+    assert result.status == "completed"
+    (run,) = by_name(spans)["invoke_agent"]
+    names = [name for name, _ in run.events]
+    assert "tooluse.context.offload" in names and "tooluse.context.compress" in names
+    offload = dict(run.events)["tooluse.context.offload"]
+    assert offload["tooluse.context.by"] == "harness" and offload["tooluse.context.ids"]
+    compress = dict(run.events)["tooluse.context.compress"]
+    assert compress["tooluse.context.call_id"] == "k1"
+    assert by_name(spans)["execute_tool context_compress"]

@@ -12,12 +12,18 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient
 
-from tooluse.eval._report import write_summary
-from tooluse.eval._row import Row
 from tooluse.view import Catalog, create_app, write_static
 from tooluse.view._pages import CLIP, PAGE_EVENTS
 
-from ._traces import HOSTILE, REJECTED_WORD, SCRIPT_STDOUT, code_run, context_run, json_run
+from ._traces import (
+    HOSTILE,
+    REJECTED_WORD,
+    SCRIPT_STDOUT,
+    bench_dir,
+    code_run,
+    context_run,
+    json_run,
+)
 
 
 @pytest.fixture(scope="module")
@@ -169,27 +175,6 @@ def test_a_trace_being_written_updates_live(tmp_path: Path, traces: Path) -> Non
     assert update["ended"] and REJECTED_WORD in update["html"] and "Round 4" in update["html"]
     assert "<script>window" not in update["html"]
     assert "data-live" not in c.get(f"/run/{run_id}").text
-
-
-def bench_dir(folder: Path, correct: dict[str, int]) -> Path:
-    folder.mkdir()
-    rows = []
-    for category, passed in correct.items():
-        for i in range(4):
-            rows.append(
-                Row(
-                    suite="bfcl",
-                    entry_id=f"{category}_{i}",
-                    category=category,
-                    convention="json",
-                    model="m",
-                    correct=i < passed,
-                    status="completed",
-                )
-            )
-    (folder / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in rows))
-    write_summary(folder, rows)
-    return folder
 
 
 def test_bench_tables_sortable_and_a_per_category_diff(tmp_path: Path) -> None:
