@@ -25,7 +25,7 @@ from ._exceptions import ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._messages import Message
-from ._otel import otel_enabled, otel_sink
+from ._otel import check_otel, otel_enabled, otel_sink
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
@@ -152,7 +152,7 @@ class Agent:
         self._store: ContextStore | None = None
         self.otel = otel_enabled() if otel is None else otel
         if self.otel is True:
-            otel_sink()  # the extra is missing: say so now, not at the first run
+            check_otel()  # a missing extra is said now, not at the first run
 
     def sandbox(self) -> Sandbox:
         """The sandbox scripts run in (started on first use)."""

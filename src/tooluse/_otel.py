@@ -32,7 +32,7 @@ from ._exceptions import UsageError
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-__all__ = ["OtelSink", "otel_enabled", "otel_sink"]
+__all__ = ["OtelSink", "check_otel", "otel_enabled", "otel_sink"]
 
 #: Context tools the agent calls itself; each call is also an event on the run.
 _CONTEXT_TOOLS = {"context_compress": "compress", "context_offload": "offload"}
@@ -50,6 +50,15 @@ def otel_enabled() -> bool:
 
 
 _MISSING = "OpenTelemetry export needs the otel extra: pip install 'tooluse[otel]'"
+
+
+def check_otel() -> None:
+    """Raise `UsageError` now if the ``otel`` extra is not installed."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(_MISSING) from exc
 
 
 def _provider() -> TracerProvider:

@@ -181,12 +181,24 @@ def test_bench_tables_sortable_and_a_per_category_diff(tmp_path: Path) -> None:
     a = bench_dir(tmp_path / "before", {"simple": 2, "multiple": 4})
     b = bench_dir(tmp_path / "after", {"simple": 3, "multiple": 1})
     (a / "hostile.md").write_text(HOSTILE)
+    # A plot the summary shows, and image references that lead outside the directory.
+    png = bytes.fromhex("89504e470d0a1a0a")  # enough of a PNG for the server to send
+    (a / "accuracy_by_category.png").write_bytes(png)
+    with (a / "summary.md").open("a") as handle:
+        handle.write(
+            "\n![plot](accuracy_by_category.png) ![x](../../etc/passwd) ![y](http://x/y.png)\n"
+        )
     c = client(a, b)
     index = c.get("/").text
     bench_links = re.findall(r'href="(/bench/[0-9a-f]+/)"', index)
     assert len(bench_links) == 2
     page = c.get(bench_links[0]).text
     assert '<table class="sortable">' in page and "<td>simple</td>" in page
+    sources = re.findall(r'<img src="([^"]*)"', page)
+    assert sources[0].endswith("/accuracy_by_category.png") and sources[1:] == ["", ""]
+    plot = c.get(sources[0])
+    assert plot.status_code == 200 and plot.headers["content-type"] == "image/png"
+    assert plot.content == png
     diff_link = re.search(r'href="(/diff\?[^"]+)"', index)
     assert diff_link is not None
     diff = c.get(diff_link.group(1).replace("&amp;", "&")).text
