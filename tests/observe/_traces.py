@@ -54,11 +54,15 @@ def json_run(path: Path) -> None:
 
 
 def code_run(path: Path) -> None:
-    """A script that makes two calls and prints."""
+    """A script that makes two calls, has a third refused, and prints."""
     script = (
         "import tools\n"
         "for city in ['Paris', 'Tokyo']:\n"
         "    tools.get_current_weather(location=city)\n"
+        "try:\n"
+        "    tools.get_current_weather('Oslo', unit='kelvin')\n"
+        "except tools.ToolError:\n"
+        "    pass\n"
         f"print({SCRIPT_STDOUT!r})\n"
     )
     replies = [{"content": f"```python\n{script}```"}, {"content": "Both are mild."}]

@@ -127,6 +127,8 @@ def test_click_through_runs_and_see_rejections_and_script_output(
         assert stdout.is_displayed() and stdout.text == SCRIPT_STDOUT
         calls = browser.find_elements(By.CSS_SELECTOR, ".event.script .calls .event.call")
         assert len(calls) == 2 and all(c.is_displayed() for c in calls)
+        refused = browser.find_element(By.CSS_SELECTOR, ".event.script .calls .rejected .message")
+        assert refused.is_displayed() and "kelvin" in refused.text
         browser.save_screenshot(str(shots / "view_run.png"))
 
 

@@ -63,7 +63,7 @@ def test_the_run_list_shows_status_rounds_calls_and_tokens(traces: Path) -> None
     assert row is not None
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
     # model, convention, status, rounds, calls, rejected, tokens in, tokens out
-    assert cells[:6] == ["scripted", "code", "completed", "2", "2", "0"]
+    assert cells[:6] == ["scripted", "code", "completed", "2", "2", "1"]
     assert int(cells[6].replace(",", "")) > 0
 
 
@@ -75,8 +75,9 @@ def test_a_run_page_shows_rounds_rejections_scripts_and_offloads(traces: Path) -
     assert rejected is not None and REJECTED_WORD in rejected.group(1)
     script = run_page_of(c, "code.jsonl")
     assert SCRIPT_STDOUT in script and "import tools" in script
-    calls = script.split("calls it made (2)")[1]
+    calls = script.split("calls it made (3)")[1]
     assert calls.count('class="event call"') == 2
+    assert calls.count('class="event rejected"') == 1 and "kelvin" in calls
     offload = run_page_of(c, "context.jsonl")
     assert "context offload" in offload and "moved m" in offload
 

@@ -71,7 +71,8 @@ def _held_back(lines: list[Line]) -> int:
     """How many lines at the end are script calls whose script has not been written yet."""
     n = 0
     for line in reversed(lines):
-        if isinstance(line.event, dict) and line.event.get("source") == "script":
+        event = line.event
+        if isinstance(event, dict) and event.get("source") == "script" and "code" not in event:
             n += 1
         else:
             break

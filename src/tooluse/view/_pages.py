@@ -308,6 +308,20 @@ class _Render:
         )
 
     def _rejected(self, e: dict[str, Any], n: int) -> Raw:
+        if e.get("source") == "script":
+            self.held.append(Line(n, e))
+            return Raw("")
+        return self._rejected_box(e, n)
+
+    def _held_box(self, line: Line) -> Raw:
+        event = line.event
+        if not isinstance(event, dict):
+            return Raw("")
+        if event.get("event") == "rejected":
+            return self._rejected_box(event, line.number)
+        return self._call_box(event, line.number)
+
+    def _rejected_box(self, e: dict[str, Any], n: int) -> Raw:
         return _box(
             "rejected",
             f" {e.get('name', '?')} ({e.get('id', '')}) · {e.get('kind', 'invalid')}",
@@ -326,7 +340,7 @@ class _Render:
             if isinstance(x.event, dict) and str(x.event.get("id", "")).startswith(prefix)
         ]
         self.held = [x for x in self.held if x not in mine]
-        calls = [self._call_box(x.event, x.number) for x in mine if isinstance(x.event, dict)]
+        calls = [self._held_box(x) for x in mine]
         body: list[Child] = [
             h("div", h("b", "code")),
             _block(str(e.get("code", "")), self.links, self.run, n, "code"),
@@ -406,7 +420,7 @@ class _Render:
     def leftover(self) -> Raw:
         """Script calls whose script event is not on this page (or not written yet)."""
         held, self.held = self.held, []
-        return join(self._call_box(x.event, x.number) for x in held if isinstance(x.event, dict))
+        return join(self._held_box(x) for x in held)
 
 
 def render_lines(run: Run, links: Links, lines: Sequence[Line]) -> Raw:
