@@ -271,7 +271,7 @@ class OtelSink:
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": "python",
             "gen_ai.tool.call.id": str(event.get("id", "")),
-            "gen_ai.tool.type": "extension",
+            "gen_ai.tool.type": "function",  # the runtime runs it, as it runs calls
             "tooluse.round": int(event.get("round", 0)),
             "tooluse.script.status": str(event.get("status", "")),
             "tooluse.script.calls": int(event.get("calls", 0)),

@@ -132,6 +132,8 @@ def test_calls_inside_a_script_are_children_of_the_script_span(receiver: OtlpRec
     assert script_span.parent_span_id == run.span_id
     assert script_span.attributes["gen_ai.tool.call.id"] == "script_1"
     assert script_span.attributes["tooluse.script.calls"] == 2
+    assert script_span.attributes["gen_ai.tool.name"] == "python"
+    assert script_span.attributes["gen_ai.tool.type"] == "function"
     assert len(calls) == 2
     for span in calls:
         assert span.parent_span_id == script_span.span_id
