@@ -8,7 +8,10 @@ recording). Per-turn times come from the gaps between consecutive model calls.
     python bench/loop_overhead.py [--turns 100 1000] [--repeat 3]
 
 Peers (smolagents, pydantic-ai, openai-agents) are measured when installed
-(`pip install -e .[bench]`); a missing peer is reported, not faked.
+(`pip install -e .[bench]`); a missing peer is reported, not faked. tooluse is
+also measured with a JSON Lines trace (``tooluse+jsonl``) and with OpenTelemetry
+export on (``tooluse+otel``: a batch processor sending OTLP/HTTP to a receiver on
+127.0.0.1; needs the ``otel`` extra); plain ``tooluse`` has both off.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def trivial(i: int) -> int:
 # --- tooluse --------------------------------------------------------------------------
 
 
-def run_tooluse(turns: int) -> list[float]:
+def run_tooluse(turns: int, **options: Any) -> list[float]:
     from tooluse import Agent, Message, tool
     from tooluse.models import ScriptedModel
 
@@ -63,11 +66,60 @@ def run_tooluse(turns: int) -> list[float]:
             ]
         }
 
-    agent = Agent(ScriptedModel(reply), [tool(trivial)], max_rounds=turns + 1)
+    agent = Agent(ScriptedModel(reply), [tool(trivial)], max_rounds=turns + 1, **options)
     result = agent.run("count")
     if result.status != "completed" or len(result.calls) != turns:
         raise RuntimeError(f"tooluse run failed: {result.status} {result.error}")
     return stamps
+
+
+def run_tooluse_jsonl(turns: int) -> list[float]:
+    """With a JSON Lines trace written (and flushed) per event."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        return run_tooluse(turns, trace=f"{folder}/trace.jsonl")
+
+
+class _Receiver:
+    """An OTLP/HTTP endpoint on loopback that accepts every export and keeps nothing."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+
+
+_receiver: list[_Receiver] = []
+
+
+def run_tooluse_otel(turns: int) -> list[float]:
+    """With OpenTelemetry on: a batch processor exporting OTLP/HTTP to loopback."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    if not _receiver:
+        _receiver.append(_Receiver())
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=_receiver[0].url)))
+    try:
+        return run_tooluse(turns, otel=provider)
+    finally:
+        provider.shutdown()  # exports what is left, outside the measured gaps
 
 
 # --- smolagents -----------------------------------------------------------------------
@@ -184,6 +236,8 @@ def run_openai_agents(turns: int) -> list[float]:
 
 FRAMEWORKS: dict[str, Runner] = {
     "tooluse": run_tooluse,
+    "tooluse+jsonl": run_tooluse_jsonl,
+    "tooluse+otel": run_tooluse_otel,
     "smolagents": run_smolagents,
     "pydantic-ai": run_pydantic_ai,
     "openai-agents": run_openai_agents,
@@ -251,13 +305,18 @@ def main() -> None:
     for name, why in skipped.items():
         print(f"{name:<15} skipped: {why}")
     ours = {m.turns: m.per_call_us for m in rows if m.framework == "tooluse"}
-    peers = [m for m in rows if m.framework != "tooluse"]
+    peers = [m for m in rows if not m.framework.startswith("tooluse")]
     summary: dict[str, Any] = {
         "bench": "loop_overhead",
         "python": sys.version.split()[0],
         "rows": [m.__dict__ for m in rows],
         "skipped": skipped,
     }
+    for variant in ("tooluse+jsonl", "tooluse+otel"):
+        for m in rows:
+            if m.framework == variant and m.turns in ours:
+                key = f"{variant.split('+')[1]}_extra_us_per_call_{m.turns}"
+                summary[key] = round(m.per_call_us - ours[m.turns], 1)
     for turns, value in ours.items():
         same = [m.per_call_us for m in peers if m.turns == turns]
         if same:

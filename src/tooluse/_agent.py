@@ -8,7 +8,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._approval import (
     Approval,
@@ -25,6 +25,7 @@ from ._exceptions import ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._messages import Message
+from ._otel import check_otel, otel_enabled, otel_sink
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
@@ -38,6 +39,9 @@ from .models import Model, ToolChoice
 from .sandbox import IsolationMode, Sandbox
 from .search import SearchMode, SearchRun, ToolSearch
 from .tools import Tool, Toolbox
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["Agent"]
 
@@ -88,6 +92,9 @@ class Agent:
             context policy's, else 128,000); ``never`` shows every tool. None:
             ``always`` for a `Toolbox` made with ``defer=True``, else ``never``.
         always_loaded: names of tools shown from the start under tool search.
+        otel: export OpenTelemetry GenAI spans of each run (needs the ``otel``
+            extra): True, or a `TracerProvider` to export to; None follows
+            ``TOOLUSE_OTEL=1``. See `tooluse._otel` for the spans.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -117,6 +124,7 @@ class Agent:
         approval: ApprovalPolicy | PolicyFunction | str | None = None,
         tool_search: SearchMode | None = None,
         always_loaded: Iterable[str] = (),
+        otel: bool | TracerProvider | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
@@ -155,6 +163,9 @@ class Agent:
                 self.tools.merged(Toolbox(ContextWindow(context, scratch, len).tools()))
         self._store: ContextStore | None = None
         self._search = self._tool_search(tool_search, always_loaded)
+        self.otel = otel_enabled() if otel is None else otel
+        if self.otel is True:
+            check_otel()  # a missing extra is said now, not at the first run
 
     def _tool_search(
         self, mode: SearchMode | None, always_loaded: Iterable[str]
@@ -360,6 +371,8 @@ class Agent:
             sinks.append(writer)
         if self.on_event is not None:
             sinks.append(self.on_event)
+        if self.otel is not False:
+            sinks.append(otel_sink(None if self.otel is True else self.otel))
         window: ContextWindow | None = None
         tools = self.tools
         if self.context is not None:

@@ -37,6 +37,7 @@ from ._lint import lint_command
 from ._mcp import mcp_app
 from ._models import models_app
 from ._sim import sim_app
+from ._view import view
 
 if TYPE_CHECKING:
     from ..mcp import MCPClient
@@ -55,6 +56,7 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(bench_app, name="bench")
 app.add_typer(models_app, name="models")
 app.add_typer(mcp_app, name="mcp")
+app.command("view")(view)
 
 out = Console()
 err = Console(stderr=True)

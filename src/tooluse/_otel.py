@@ -1,0 +1,341 @@
+"""OpenTelemetry export: a trace sink that turns a run's events into GenAI spans.
+
+The spans follow the OpenTelemetry semantic conventions for generative AI:
+
+    invoke_agent                       the run
+    ├── chat {model}                   one per model request, with token usage
+    ├── execute_tool {name}            one per call the model made
+    └── execute_tool python            one per script (code convention)
+        └── execute_tool {name}        the calls the script made
+
+It is a sink like `JsonlTrace`: it builds spans after the fact from the events'
+timestamps, so the loop does nothing different when OpenTelemetry is on, and
+nothing at all when it is off. Arguments, results, messages and code are
+recorded only when ``TOOLUSE_OTEL_CONTENT=1`` (they may hold private data).
+Context offload and compress show as events on the run's span.
+
+Needs the ``otel`` extra (``pip install 'tooluse[otel]'``). Without a tracer
+provider of the caller's, spans go to an OTLP/HTTP exporter configured by the
+standard ``OTEL_EXPORTER_OTLP_*`` and ``OTEL_*`` variables.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ._exceptions import UsageError
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+__all__ = ["OtelSink", "check_otel", "otel_enabled", "otel_sink"]
+
+#: Context tools the agent calls itself; each call is also an event on the run.
+_CONTEXT_TOOLS = {"context_compress": "compress", "context_offload": "offload"}
+
+_lock = threading.Lock()
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def otel_enabled() -> bool:
+    """Whether ``TOOLUSE_OTEL`` asks for export."""
+    return _flag("TOOLUSE_OTEL")
+
+
+_MISSING = "OpenTelemetry export needs the otel extra: pip install 'tooluse[otel]'"
+
+
+def check_otel() -> None:
+    """Raise `UsageError` now if the ``otel`` extra is not installed."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(_MISSING) from exc
+
+
+def _provider() -> TracerProvider:
+    """The caller's global tracer provider if set, else one exporting OTLP over HTTP."""
+    try:
+        from opentelemetry import trace
+    except ImportError as exc:
+        raise UsageError(_MISSING) from exc
+    configured = trace.get_tracer_provider()
+    if not isinstance(configured, trace.ProxyTracerProvider):
+        return configured
+    with _lock:
+        return _otlp_provider()
+
+
+@functools.cache
+def _otlp_provider() -> TracerProvider:
+    """One per process: its batch processor exports in the background and at exit."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider as SdkProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise UsageError(_MISSING) from exc
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "tooluse"}
+    provider = SdkProvider(resource=Resource.create(attributes))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
+
+
+def otel_sink(provider: TracerProvider | None = None) -> OtelSink:
+    """A sink for one run, on `provider` or the default one (see the module docstring)."""
+    chosen = provider if provider is not None else _provider()
+    tracer = chosen.get_tracer("tooluse")
+    return OtelSink(tracer, content=_flag("TOOLUSE_OTEL_CONTENT"))
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+def _provider_name(model: str) -> str:
+    """``gen_ai.provider.name`` from a model's trace name (``openai:gpt-4o`` → ``openai``)."""
+    prefix, sep, _ = model.partition(":")
+    return prefix if sep else "tooluse"
+
+
+def _request_model(model: str) -> str:
+    return model.partition(":")[2] or model
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+class OtelSink:
+    """Builds one run's spans from its events (see the module docstring)."""
+
+    def __init__(self, tracer: Tracer, *, content: bool = False) -> None:
+        self.tracer = tracer
+        self.content = content
+        self._run: Span | None = None
+        self._chat: Span | None = None
+        self._model = "model"
+        #: Calls a script made, held until the script's own event gives their parent.
+        self._script_calls: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        handler = getattr(self, "_on_" + str(event.get("event")), None)
+        if handler is not None:
+            handler(event)
+
+    # -- the run ---------------------------------------------------------------------
+
+    def _on_run_start(self, event: dict[str, Any]) -> None:
+        self._model = str(event.get("model") or "model")
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": _provider_name(self._model),
+            "gen_ai.request.model": _request_model(self._model),
+            "tooluse.convention": str(event.get("convention", "")),
+            "tooluse.tools": [str(n) for n in event.get("tools", ())],
+        }
+        if self.content:
+            attributes["gen_ai.input.messages"] = json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": event.get("task", "")}]}],
+                ensure_ascii=False,
+            )
+        self._run = self.tracer.start_span(
+            "invoke_agent", attributes=attributes, start_time=_ns(event["t"])
+        )
+
+    def _on_run_end(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        end = _ns(event["t"])
+        status = str(event.get("status", ""))
+        if self._chat is not None:
+            # The model never answered this request.
+            self._chat.set_status(Status(StatusCode.ERROR, str(event.get("error") or "")))
+            self._chat.set_attribute("error.type", "model_error")
+            self._chat.end(end_time=end)
+            self._chat = None
+        self._flush_script_calls(None)
+        run = self._run
+        if run is None:
+            return
+        usage = event.get("usage") or {}
+        run.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
+        run.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
+        run.set_attribute("tooluse.status", status)
+        run.set_attribute("tooluse.rounds", int(event.get("rounds", 0)))
+        run.set_attribute("tooluse.calls", int(event.get("calls", 0)))
+        run.set_attribute("tooluse.rejected", int(event.get("rejected", 0)))
+        if self.content and event.get("answer") is not None:
+            run.set_attribute(
+                "gen_ai.output.messages",
+                json.dumps(
+                    [
+                        {
+                            "role": "assistant",
+                            "parts": [{"type": "text", "content": event["answer"]}],
+                        }
+                    ],
+                    ensure_ascii=False,
+                ),
+            )
+        if status in ("error", "cancelled"):
+            run.set_attribute("error.type", status)
+            run.set_status(Status(StatusCode.ERROR, str(event.get("error") or status)))
+        run.end(end_time=end)
+        self._run = None
+
+    def _on_feedback(self, event: dict[str, Any]) -> None:
+        attributes: dict[str, Any] = {"tooluse.round": int(event.get("round", 0))}
+        if self.content:
+            attributes["tooluse.text"] = str(event.get("text", ""))
+        self._event("tooluse.feedback", event, attributes)
+
+    def _on_context_offload(self, event: dict[str, Any]) -> None:
+        ids = [str(i) for i in event.get("ids", ())]
+        attributes = {"tooluse.context.by": str(event.get("by", "")), "tooluse.context.ids": ids}
+        self._event("tooluse.context.offload", event, attributes)
+
+    def _on_approval_needed(self, event: dict[str, Any]) -> None:
+        pending = [str(p.get("tool", "")) for p in event.get("pending", ())]
+        self._event("tooluse.approval_needed", event, {"tooluse.pending_tools": pending})
+
+    def _on_internal_error(self, event: dict[str, Any]) -> None:
+        self._event("tooluse.internal_error", event, {})
+
+    def _event(self, name: str, event: dict[str, Any], attributes: dict[str, Any]) -> None:
+        if self._run is not None:
+            self._run.add_event(name, attributes, timestamp=_ns(event["t"]))
+
+    def _parent(self, span: Span | None) -> Any:
+        from opentelemetry.trace import set_span_in_context
+
+        return set_span_in_context(span) if span is not None else None
+
+    # -- model requests --------------------------------------------------------------
+
+    def _on_model_request(self, event: dict[str, Any]) -> None:
+        name = _request_model(self._model)
+        self._chat = self.tracer.start_span(
+            f"chat {name}",
+            context=self._parent(self._run),
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": _provider_name(self._model),
+                "gen_ai.request.model": name,
+                "tooluse.round": int(event.get("round", 0)),
+            },
+            start_time=_ns(event["t"]),
+        )
+
+    def _on_model_response(self, event: dict[str, Any]) -> None:
+        chat = self._chat
+        if chat is None:
+            return
+        usage = event.get("usage") or {}
+        chat.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
+        chat.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
+        if usage.get("source"):
+            chat.set_attribute("tooluse.usage.source", str(usage["source"]))
+        if event.get("finish_reason"):
+            chat.set_attribute("gen_ai.response.finish_reasons", [str(event["finish_reason"])])
+        if self.content and event.get("message") is not None:
+            chat.set_attribute("gen_ai.output.messages", _text([event["message"]]))
+        chat.end(end_time=_ns(event["t"]))
+        self._chat = None
+
+    # -- calls and scripts -----------------------------------------------------------
+
+    def _on_call(self, event: dict[str, Any]) -> None:
+        if event.get("source") == "script":
+            self._script_calls.append(event)
+        else:
+            self._tool_span(event, self._run)
+
+    _on_rejected = _on_call
+
+    def _on_script(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        end = _ns(event["t"])
+        start = end - _ns(float(event.get("duration_s") or 0.0))
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "python",
+            "gen_ai.tool.call.id": str(event.get("id", "")),
+            "gen_ai.tool.type": "function",  # the runtime runs it, as it runs calls
+            "tooluse.round": int(event.get("round", 0)),
+            "tooluse.script.status": str(event.get("status", "")),
+            "tooluse.script.calls": int(event.get("calls", 0)),
+        }
+        if self.content:
+            attributes["gen_ai.tool.call.arguments"] = str(event.get("code", ""))
+            attributes["gen_ai.tool.call.result"] = str(event.get("stdout", ""))
+        span = self.tracer.start_span(
+            "execute_tool python",
+            context=self._parent(self._run),
+            attributes=attributes,
+            start_time=start,
+        )
+        if event.get("status") != "ok":
+            span.set_attribute("error.type", str(event.get("status")))
+            span.set_status(Status(StatusCode.ERROR, str(event.get("error") or "")))
+        self._flush_script_calls(span)
+        span.end(end_time=end)
+
+    def _flush_script_calls(self, parent: Span | None) -> None:
+        held, self._script_calls = self._script_calls, []
+        for call in held:
+            self._tool_span(call, parent if parent is not None else self._run)
+
+    def _tool_span(self, event: dict[str, Any], parent: Span | None) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        name = str(event.get("name", ""))
+        rejected = event.get("event") == "rejected"
+        if rejected or not event.get("started_at"):
+            start = end = _ns(event["t"])
+        else:
+            start = _ns(float(event["started_at"]))
+            end = start + _ns(float(event.get("duration_s") or 0.0))
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": str(event.get("id", "")),
+            "gen_ai.tool.type": "function",
+            "tooluse.round": int(event.get("round", 0)),
+            "tooluse.source": str(event.get("source", "json")),
+        }
+        if event.get("replayed"):
+            attributes["tooluse.replayed"] = True
+        if self.content:
+            attributes["gen_ai.tool.call.arguments"] = _text(event.get("arguments"))
+            if not rejected:
+                attributes["gen_ai.tool.call.result"] = _text(event.get("result"))
+        span = self.tracer.start_span(
+            f"execute_tool {name}",
+            context=self._parent(parent),
+            attributes=attributes,
+            start_time=start,
+        )
+        if rejected:
+            span.set_attribute("error.type", f"rejected_{event.get('kind', 'invalid')}")
+            span.set_status(Status(StatusCode.ERROR, str(event.get("error", ""))))
+        elif event.get("error") is not None:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, str(event["error"])))
+        span.end(end_time=end)
+        kind = _CONTEXT_TOOLS.get(name)
+        if kind is not None and not rejected and self._run is not None:
+            attributes = {"tooluse.context.by": "agent", "tooluse.context.call_id": event["id"]}
+            if self.content:
+                attributes["tooluse.context.arguments"] = _text(event.get("arguments"))
+            self._run.add_event(f"tooluse.context.{kind}", attributes, timestamp=end)

@@ -1,0 +1,611 @@
+"""The viewer's pages, rendered on the server from the catalog: no build step, no framework."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from markdown_it import MarkdownIt
+
+from ..eval._row import Row, read_results
+from ._catalog import BenchDir, Catalog, Corrupt, Line, Run
+from ._html import Child, Raw, esc, h, join
+
+__all__ = ["PAGE_EVENTS", "Links", "bench_page", "diff_page", "index_page", "run_page"]
+
+#: Events on one page of a run; a 10k-event trace has 20 pages.
+PAGE_EVENTS = 500
+#: Characters of one text shown in the page; the rest is behind the raw link.
+CLIP = 20_000
+
+
+class Links(Protocol):
+    """Where pages live: the server's URLs, or the files of a static bundle."""
+
+    def index(self) -> str: ...
+    def run(self, run_id: str, page: int = 0) -> str: ...
+    def raw(self, run_id: str, line: int) -> str: ...
+    def bench(self, bench_id: str) -> str: ...
+    def bench_file(self, bench_id: str, name: str) -> str: ...
+    def diff(self, a: str, b: str) -> str: ...
+    def asset(self, name: str) -> str: ...
+
+
+def layout(links: Links, title: str, *body: Child, live: str | None = None) -> str:
+    page = h(
+        "html",
+        h(
+            "head",
+            h("meta", charset="utf-8"),
+            h("title", f"{title} · tooluse view"),
+            h("link", rel="stylesheet", href=links.asset("view.css")),
+        ),
+        h(
+            "body",
+            h("header", h("a", "tooluse view", href=links.index()), esc(title)),
+            h("main", *body),
+            h("script", src=links.asset("view.js")),
+        ),
+        lang="en",
+    )
+    return "<!DOCTYPE html>\n" + page
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + " UTC" if t else "–"
+
+
+def _secs(s: float | None) -> str:
+    return f"{s:.2f} s" if s is not None else "–"
+
+
+# -- the list of runs -----------------------------------------------------------------
+
+
+def index_page(catalog: Catalog, links: Links) -> str:
+    runs = catalog.runs()
+    body: list[Child] = []
+    for path in catalog.missing:
+        body.append(h("p", h("b", "No such file or directory: "), str(path), class_="empty"))
+    for path in catalog.empty:
+        body.append(
+            h(
+                "div",
+                h("b", f"Nothing to show in {path}"),
+                h(
+                    "p",
+                    "It holds no trace files (*.jsonl written by Agent(trace=...) or "
+                    "tooluse run --trace) and no bench results (results.jsonl or summary.md "
+                    "from tooluse bench ... --out DIR).",
+                ),
+                class_="empty",
+            )
+        )
+    body.append(h("h2", f"Runs ({len(runs)})"))
+    if runs:
+        rows = [
+            h(
+                "tr",
+                h("td", h("a", run.id, href=links.run(run.id), class_="run-link")),
+                h("td", _clip(str(run.start.get("task", "")), 120)),
+                h("td", str(run.start.get("model", ""))),
+                h("td", str(run.start.get("convention", ""))),
+                h("td", run.status, class_=f"status-{run.status}"),
+                h("td", run.rounds),
+                h("td", run.calls),
+                h("td", run.rejected),
+                h("td", f"{run.tokens[0]:,}"),
+                h("td", f"{run.tokens[1]:,}"),
+                h("td", _secs(run.duration_s)),
+                h("td", _when(run.started)),
+                h("td", run.file.path.name, class_="muted"),
+            )
+            for run in runs
+        ]
+        head = h(
+            "tr",
+            *[
+                h("th", c)
+                for c in (
+                    "run",
+                    "task",
+                    "model",
+                    "convention",
+                    "status",
+                    "rounds",
+                    "calls",
+                    "rejected",
+                    "input tok",
+                    "output tok",
+                    "time",
+                    "started",
+                    "file",
+                )
+            ],
+        )
+        body.append(h("table", h("thead", head), h("tbody", *rows), class_="sortable runs"))
+    else:
+        body.append(h("p", "No runs found in the given paths.", class_="muted"))
+    benches = list(catalog.benches.values())
+    if benches:
+        body.append(h("h2", f"Bench results ({len(benches)})"))
+        body.append(
+            h("ul", *[h("li", h("a", str(b.path), href=links.bench(b.id))) for b in benches])
+        )
+        if len(benches) > 1:
+            pairs = [
+                h("li", h("a", f"{a.path.name} vs {b.path.name}", href=links.diff(a.id, b.id)))
+                for i, a in enumerate(benches)
+                for b in benches[i + 1 :]
+            ]
+            body.append(h("h3", "Accuracy per category, side by side"))
+            body.append(h("ul", *pairs))
+    return layout(links, "runs", *body)
+
+
+# -- one run ---------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int = CLIP) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def _block(text: str, links: Links, run: Run, line: int, class_: str | None = None) -> Raw:
+    """A text in a <pre>, clipped with a link to the raw line when it is long."""
+    if len(text) <= CLIP:
+        return h("pre", text, class_=class_)
+    return join(
+        [
+            h("pre", text[:CLIP], class_=class_),
+            h(
+                "p",
+                f"clipped: {len(text) - CLIP:,} of {len(text):,} characters not shown. ",
+                h("a", "raw data", href=links.raw(run.id, line)),
+                class_="clipped",
+            ),
+        ]
+    )
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _box(kind: str, title: Child, *body: Child, class_: str = "", line: int = 0) -> Raw:
+    return h(
+        "div",
+        h("div", h("span", kind, class_="kind"), title),
+        *body,
+        class_=f"event {class_ or kind}",
+        id=f"L{line}" if line else None,
+    )
+
+
+@dataclass
+class _Render:
+    run: Run
+    links: Links
+    #: A script's calls come before the script's own event; they are shown inside it.
+    held: list[Line]
+
+    def line(self, line: Line) -> Raw:
+        event = line.event
+        if isinstance(event, Corrupt):
+            return _box(
+                "corrupt line",
+                f" line {line.number}",
+                h(
+                    "div",
+                    f"not read: {event.reason} ({event.length:,} characters)",
+                    class_="message",
+                ),
+                h("pre", event.text),
+                class_="corrupt",
+                line=line.number,
+            )
+        kind = str(event.get("event", "?"))
+        method = getattr(self, "_" + kind, None)
+        if method is None:
+            return _box(
+                kind,
+                "",
+                _block(_json(event), self.links, self.run, line.number),
+                class_="other",
+                line=line.number,
+            )
+        out: Raw = method(event, line.number)
+        return out
+
+    def _run_start(self, e: dict[str, Any], n: int) -> Raw:
+        tools = ", ".join(str(t) for t in e.get("tools", ()))
+        return _box(
+            "run",
+            f" {e.get('model', '')} · {e.get('convention', '')}",
+            h("div", h("b", "task"), _block(str(e.get("task", "")), self.links, self.run, n)),
+            h("div", f"tools: {tools}", class_="muted"),
+            class_="run_start",
+            line=n,
+        )
+
+    def _model_request(self, e: dict[str, Any], n: int) -> Raw:
+        return join(
+            [
+                h(
+                    "h3",
+                    f"Round {e.get('round', '?')}",
+                    class_="round",
+                    id=f"round-{e.get('round')}",
+                ),
+                h(
+                    "div",
+                    f"model request: {e.get('messages', '?')} messages in the conversation",
+                    class_="muted",
+                ),
+            ]
+        )
+
+    def _model_response(self, e: dict[str, Any], n: int) -> Raw:
+        message = e.get("message") or {}
+        usage = e.get("usage") or {}
+        body: list[Child] = []
+        if message.get("content"):
+            body.append(_block(str(message["content"]), self.links, self.run, n, "content"))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            arguments = function.get("arguments", "")
+            try:
+                arguments = _json(json.loads(arguments))
+            except (TypeError, ValueError):
+                arguments = str(arguments)
+            body.append(
+                h("div", h("b", f"→ {function.get('name', '?')}"), f" ({call.get('id', '')})")
+            )
+            body.append(_block(arguments, self.links, self.run, n))
+        tokens = f" · {usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out"
+        finish = f" · finish: {e['finish_reason']}" if e.get("finish_reason") else ""
+        return _box("assistant", h("span", tokens + finish, class_="muted"), *body, line=n)
+
+    def _call(self, e: dict[str, Any], n: int) -> Raw:
+        if e.get("source") == "script":
+            self.held.append(Line(n, e))
+            return Raw("")
+        return self._call_box(e, n)
+
+    def _call_box(self, e: dict[str, Any], n: int) -> Raw:
+        failed = e.get("error") is not None
+        name = str(e.get("name", "?"))
+        body: list[Child] = [
+            h("div", h("b", "arguments")),
+            _block(_json(e.get("arguments")), self.links, self.run, n),
+        ]
+        if failed:
+            body += [
+                h("div", h("b", "error"), class_="message"),
+                _block(str(e["error"]), self.links, self.run, n),
+            ]
+        else:
+            body += [
+                h("div", h("b", "result")),
+                _block(_json(e.get("result")), self.links, self.run, n, "result"),
+            ]
+        extra = " · replayed" if e.get("replayed") else ""
+        offload = name in ("context_compress", "context_offload")
+        title = h(
+            "span",
+            f" {name} ({e.get('id', '')}) · {float(e.get('duration_s') or 0) * 1000:.1f} ms{extra}",
+        )
+        return _box(
+            "context tool" if offload else "call",
+            title,
+            *body,
+            class_="call offload" if offload else ("call failed" if failed else "call"),
+            line=n,
+        )
+
+    def _rejected(self, e: dict[str, Any], n: int) -> Raw:
+        if e.get("source") == "script":
+            self.held.append(Line(n, e))
+            return Raw("")
+        return self._rejected_box(e, n)
+
+    def _held_box(self, line: Line) -> Raw:
+        event = line.event
+        if not isinstance(event, dict):
+            return Raw("")
+        if event.get("event") == "rejected":
+            return self._rejected_box(event, line.number)
+        return self._call_box(event, line.number)
+
+    def _rejected_box(self, e: dict[str, Any], n: int) -> Raw:
+        return _box(
+            "rejected",
+            f" {e.get('name', '?')} ({e.get('id', '')}) · {e.get('kind', 'invalid')}",
+            h("div", str(e.get("error", "")), class_="message"),
+            h("div", h("b", "arguments as written")),
+            _block(str(e.get("arguments", "")), self.links, self.run, n),
+            line=n,
+        )
+
+    def _script(self, e: dict[str, Any], n: int) -> Raw:
+        script_id = str(e.get("id", ""))
+        prefix = script_id + "."
+        mine = [
+            x
+            for x in self.held
+            if isinstance(x.event, dict) and str(x.event.get("id", "")).startswith(prefix)
+        ]
+        self.held = [x for x in self.held if x not in mine]
+        calls = [self._held_box(x) for x in mine]
+        body: list[Child] = [
+            h("div", h("b", "code")),
+            _block(str(e.get("code", "")), self.links, self.run, n, "code"),
+            h("div", h("b", "stdout")),
+            _block(str(e.get("stdout", "")), self.links, self.run, n, "stdout"),
+        ]
+        if e.get("error"):
+            body += [
+                h("div", h("b", "error"), class_="message"),
+                _block(str(e["error"]), self.links, self.run, n),
+            ]
+        body.append(h("div", h("b", f"calls it made ({len(mine)})"), *calls, class_="calls"))
+        return _box(
+            "script",
+            f" {script_id} · {e.get('status', '?')} · {float(e.get('duration_s') or 0):.3f} s",
+            *body,
+            line=n,
+        )
+
+    def _feedback(self, e: dict[str, Any], n: int) -> Raw:
+        return _box(
+            "feedback",
+            " (sent to the model)",
+            _block(str(e.get("text", "")), self.links, self.run, n),
+            line=n,
+        )
+
+    def _context_offload(self, e: dict[str, Any], n: int) -> Raw:
+        ids = ", ".join(str(i) for i in e.get("ids", ()))
+        return _box(
+            "context offload",
+            f" by the {e.get('by', '?')}: moved {ids or 'nothing'} to the store",
+            class_="offload",
+            line=n,
+        )
+
+    def _run_end(self, e: dict[str, Any], n: int) -> Raw:
+        body: list[Child] = []
+        if e.get("answer") is not None:
+            body += [
+                h("div", h("b", "answer")),
+                _block(str(e["answer"]), self.links, self.run, n, "answer"),
+            ]
+        if e.get("error"):
+            body += [
+                h("div", h("b", "error"), class_="message"),
+                _block(str(e["error"]), self.links, self.run, n),
+            ]
+        status = str(e.get("status", "?"))
+        title = h(
+            "span",
+            f" {status}",
+            f" · {e.get('rounds', 0)} rounds · {e.get('calls', 0)} calls",
+            f" · {e.get('rejected', 0)} rejected · {_secs(e.get('duration_s'))}",
+            class_=f"status-{status}",
+        )
+        return _box("end", title, *body, class_="run_end", line=n)
+
+    def _internal_error(self, e: dict[str, Any], n: int) -> Raw:
+        return _box(
+            "internal error",
+            "",
+            _block(str(e.get("traceback", "")), self.links, self.run, n),
+            line=n,
+        )
+
+    def _approval_needed(self, e: dict[str, Any], n: int) -> Raw:
+        tools = ", ".join(str(p.get("tool", "?")) for p in e.get("pending", ()))
+        return _box(
+            "approval needed",
+            f" for {tools}",
+            _block(_json(e.get("pending")), self.links, self.run, n),
+            class_="feedback",
+            line=n,
+        )
+
+    def leftover(self) -> Raw:
+        """Script calls whose script event is not on this page (or not written yet)."""
+        held, self.held = self.held, []
+        return join(self._held_box(x) for x in held)
+
+
+def render_lines(run: Run, links: Links, lines: Sequence[Line]) -> Raw:
+    render = _Render(run, links, [])
+    return join([*(render.line(line) for line in lines), render.leftover()])
+
+
+def _pager(run: Run, links: Links, page: int, pages: int) -> Raw:
+    if pages <= 1:
+        return Raw("")
+    items: list[Child] = []
+    for p in range(pages):
+        items.append(
+            h("span", f"{p + 1}") if p == page else h("a", f"{p + 1}", href=links.run(run.id, p))
+        )
+    return h("div", f"page {page + 1} of {pages}: ", *items, class_="pager")
+
+
+def run_page(run: Run, links: Links, page: int, live: str | None) -> str:
+    total = len(run.lines)
+    pages = max(1, -(-total // PAGE_EVENTS))
+    page = min(max(page, 0), pages - 1)
+    lines = run.lines[page * PAGE_EVENTS : (page + 1) * PAGE_EVENTS]
+    tokens = run.tokens
+    summary = h(
+        "p",
+        h("span", run.status, class_=f"status-{run.status}"),
+        f" · {run.rounds} rounds · {run.calls} calls · {run.rejected} rejected"
+        f" · {tokens[0]:,} input / {tokens[1]:,} output tokens · {_secs(run.duration_s)}"
+        f" · {total:,} events",
+        f" · {run.corrupt} corrupt lines" if run.corrupt else "",
+        h("br"),
+        h("span", f"{run.file.path} (run {run.index + 1} of {len(run.file.runs)})", class_="muted"),
+    )
+    last = page == pages - 1
+    events = h(
+        "div",
+        render_lines(run, links, lines),
+        id="events",
+        data_live=live if (last and run.end is None and live) else None,
+    )
+    pager = _pager(run, links, page, pages)
+    return layout(
+        links,
+        f"run {run.id}",
+        h("h2", _clip(str(run.start.get("task", run.id)), 200)),
+        summary,
+        pager,
+        events,
+        pager,
+    )
+
+
+# -- bench directories -----------------------------------------------------------------
+
+
+def _markdown(bench: BenchDir, links: Links, text: str) -> Raw:
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(text)
+    images = set(bench.images())
+    for token in tokens:
+        if token.type == "table_open":
+            token.attrSet("class", "sortable")
+        for child in token.children or ():
+            if child.type == "image":
+                src = str(child.attrGet("src") or "")
+                # Only the directory's own plots: never a path elsewhere or a remote URL.
+                child.attrSet("src", links.bench_file(bench.id, src) if src in images else "")
+                child.attrSet("class", "plot")
+    return Raw(md.renderer.render(tokens, md.options, {}))
+
+
+def bench_page(bench: BenchDir, links: Links) -> str:
+    body: list[Child] = [h("p", str(bench.path), class_="muted")]
+    shown: set[str] = set()
+    if bench.summary.is_file():
+        text = bench.summary.read_text(encoding="utf-8", errors="replace")
+        shown = {name for name in bench.images() if f"]({name})" in text}
+        body.append(_markdown(bench, links, text))
+    rows = read_results(bench.results, Row.from_json)
+    if not bench.summary.is_file():
+        if rows:
+            body.append(h("h2", "Accuracy per category (from results.jsonl)"))
+            body.append(_accuracy_table(rows))
+        else:
+            body.append(
+                h(
+                    "div",
+                    h("b", "No results in this directory yet."),
+                    h("p", "Neither summary.md nor a row in results.jsonl was found."),
+                    class_="empty",
+                )
+            )
+    rest = [name for name in bench.images() if name not in shown]
+    if rest:
+        body.append(h("h2", "Plots"))
+        body += [
+            h("img", src=links.bench_file(bench.id, name), alt=name, class_="plot") for name in rest
+        ]
+    return layout(links, f"bench {bench.path.name}", *body)
+
+
+def _groups(rows: Iterable[Row]) -> dict[tuple[str, str, str], tuple[int, int]]:
+    out: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for row in rows:
+        for category in (row.category or "–", "all"):
+            key = (row.suite, category, row.convention)
+            passed, n = out.get(key, (0, 0))
+            out[key] = (passed + int(row.correct), n + 1)
+    return out
+
+
+def _pct(passed: int, n: int) -> str:
+    return f"{100 * passed / n:.1f}%" if n else "–"
+
+
+def _accuracy_table(rows: list[Row]) -> Raw:
+    head = h("tr", *[h("th", c) for c in ("suite", "category", "convention", "N", "accuracy")])
+    body = [
+        h("tr", h("td", s), h("td", c), h("td", v), h("td", n), h("td", _pct(p, n)))
+        for (s, c, v), (p, n) in sorted(_groups(rows).items())
+    ]
+    return h("table", h("thead", head), h("tbody", *body), class_="sortable")
+
+
+def diff_page(a: BenchDir, b: BenchDir, links: Links) -> str:
+    left, right = (
+        _groups(read_results(a.results, Row.from_json)),
+        _groups(read_results(b.results, Row.from_json)),
+    )
+    keys = sorted(set(left) | set(right))
+    head = h(
+        "tr",
+        *[
+            h("th", c)
+            for c in (
+                "suite",
+                "category",
+                "convention",
+                f"N {a.path.name}",
+                f"accuracy {a.path.name}",
+                f"N {b.path.name}",
+                f"accuracy {b.path.name}",
+                "change (points)",
+            )
+        ],
+    )
+    rows: list[Child] = []
+    for key in keys:
+        pa, na = left.get(key, (0, 0))
+        pb, nb = right.get(key, (0, 0))
+        if na and nb:
+            delta = 100 * pb / nb - 100 * pa / na
+            change = h(
+                "td",
+                f"{delta:+.1f}",
+                class_="diff-up" if delta > 0 else "diff-down" if delta < 0 else None,
+            )
+        else:
+            change = h("td", "–")
+        rows.append(
+            h(
+                "tr",
+                h("td", key[0]),
+                h("td", key[1]),
+                h("td", key[2]),
+                h("td", na),
+                h("td", _pct(pa, na)),
+                h("td", nb),
+                h("td", _pct(pb, nb)),
+                change,
+            )
+        )
+    body: list[Child] = [
+        h(
+            "p",
+            h("a", str(a.path), href=links.bench(a.id)),
+            " vs ",
+            h("a", str(b.path), href=links.bench(b.id)),
+        ),
+    ]
+    if keys:
+        body.append(h("table", h("thead", head), h("tbody", *rows), class_="sortable diff"))
+    else:
+        body.append(
+            h("div", "Neither directory has rows in results.jsonl to compare.", class_="empty")
+        )
+    return layout(links, f"{a.path.name} vs {b.path.name}", *body)

@@ -1,0 +1,224 @@
+"""`tooluse view` over real traces and bench directories, through Starlette's test client."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from starlette.testclient import TestClient
+
+from tooluse.view import Catalog, create_app, write_static
+from tooluse.view._pages import CLIP, PAGE_EVENTS
+
+from ._traces import (
+    HOSTILE,
+    REJECTED_WORD,
+    SCRIPT_STDOUT,
+    bench_dir,
+    code_run,
+    context_run,
+    json_run,
+)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("traces")
+    json_run(folder / "json.jsonl")
+    code_run(folder / "code.jsonl")
+    context_run(folder / "context.jsonl")
+    return folder
+
+
+def client(*paths: Path) -> TestClient:
+    return TestClient(create_app(Catalog.of(list(paths))))
+
+
+def run_ids(html: str) -> list[str]:
+    return re.findall(r'href="/run/([0-9a-f]+-\d+)"', html)
+
+
+def run_page_of(c: TestClient, file_name: str) -> str:
+    index = c.get("/").text
+    for run_id in run_ids(index):
+        page = c.get(f"/run/{run_id}").text
+        if file_name in page:
+            return page
+    raise AssertionError(f"no run of {file_name}")
+
+
+def test_the_run_list_shows_status_rounds_calls_and_tokens(traces: Path) -> None:
+    c = client(traces)
+    page = c.get("/")
+    assert page.status_code == 200
+    assert len(run_ids(page.text)) == 3
+    assert page.text.count(">completed<") == 3
+    assert "Weather in Paris and Tokyo?" in page.text
+    row = re.search(r"Weather in Paris and Tokyo\?</td>(.*?)</tr>", page.text)
+    assert row is not None
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    # model, convention, status, rounds, calls, rejected, tokens in, tokens out
+    assert cells[:6] == ["scripted", "code", "completed", "2", "2", "1"]
+    assert int(cells[6].replace(",", "")) > 0
+
+
+def test_a_run_page_shows_rounds_rejections_scripts_and_offloads(traces: Path) -> None:
+    c = client(traces)
+    page = run_page_of(c, "json.jsonl")
+    assert "Round 1" in page and "Round 4" in page
+    rejected = re.search(r'class="event rejected".*?class="message">(.*?)</div>', page, re.S)
+    assert rejected is not None and REJECTED_WORD in rejected.group(1)
+    script = run_page_of(c, "code.jsonl")
+    assert SCRIPT_STDOUT in script and "import tools" in script
+    calls = script.split("calls it made (3)")[1]
+    assert calls.count('class="event call"') == 2
+    assert calls.count('class="event rejected"') == 1 and "kelvin" in calls
+    offload = run_page_of(c, "context.jsonl")
+    assert "context offload" in offload and "moved m" in offload
+
+
+def test_hostile_text_is_escaped_everywhere(traces: Path) -> None:
+    c = client(traces)
+    index = c.get("/")
+    page = run_page_of(c, "json.jsonl")
+    for html in (index.text, page):
+        assert "<script>window" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
+    assert "script-src 'self'" in index.headers["content-security-policy"]
+
+
+def test_a_corrupt_line_is_shown_and_the_rest_renders(traces: Path, tmp_path: Path) -> None:
+    lines = (traces / "json.jsonl").read_text().splitlines()
+    damaged = tmp_path / "damaged.jsonl"
+    # A line cut in the middle, as a killed writer leaves it, then the rest.
+    damaged.write_text("\n".join([lines[0], lines[1][:40], *lines[2:]]) + "\n")
+    page = run_page_of(client(damaged), "damaged.jsonl")
+    assert 'class="event corrupt"' in page and "line 2" in page
+    assert "1 corrupt lines" in page
+    assert "Round 4" in page and REJECTED_WORD in page
+
+
+def test_an_empty_directory_and_paths_outside_are_clear(tmp_path: Path, traces: Path) -> None:
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    c = client(empty, traces / "json.jsonl")
+    page = c.get("/").text
+    assert f"Nothing to show in {empty}" in page
+    for url in (
+        "/run/ffffffffff-0",
+        "/run/../../etc/passwd",
+        "/raw/ffffffffff-0/1",
+        "/bench/ffffffffff/",
+        "/bench/ffffffffff/../../etc/passwd",
+        "/diff?a=x&b=y",
+        "/assets/../../pyproject.toml",
+        "/etc/passwd",
+    ):
+        assert c.get(url).status_code == 404, url
+    run_id = run_ids(page)[0]
+    assert c.get(f"/raw/{run_id}/99999").status_code == 404
+
+
+def test_a_huge_result_is_clipped_with_a_link_to_the_raw_line(tmp_path: Path) -> None:
+    trace = tmp_path / "big.jsonl"
+    huge = "x" * 50_000_000
+    events = [
+        {"event": "run_start", "task": "big", "model": "m", "convention": "json", "t": 1.0},
+        {"event": "call", "id": "c1", "name": "dump", "arguments": {}, "result": huge, "t": 2.0},
+    ]
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+    c = client(trace)
+    run_id = run_ids(c.get("/").text)[0]
+    page = c.get(f"/run/{run_id}").text
+    assert len(page) < CLIP + 20_000
+    link = re.search(r'<a href="(/raw/[^"]+)">raw data</a>', page)
+    assert link is not None and "clipped: 49,980,000 of 50,000,000 characters" in page
+    raw = c.get(link.group(1))
+    assert raw.status_code == 200 and len(raw.content) > 50_000_000
+    assert raw.headers["content-type"].startswith("text/plain")
+
+
+def test_a_long_trace_is_paged(tmp_path: Path) -> None:
+    trace = tmp_path / "long.jsonl"
+    events = [{"event": "run_start", "task": "long", "model": "m", "convention": "json", "t": 0.0}]
+    for i in range(1, 10_000):
+        events.append({"event": "feedback", "round": i, "text": f"note {i}", "t": float(i)})
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+    c = client(trace)
+    run_id = run_ids(c.get("/").text)[0]
+    first = c.get(f"/run/{run_id}").text
+    assert "page 1 of 20" in first and "note 499<" in first and "note 500<" not in first
+    last = c.get(f"/run/{run_id}?page=19").text
+    assert "note 9999<" in last and "note 9499<" not in last
+    assert len(last) < 400_000
+    assert PAGE_EVENTS == 500
+
+
+def test_a_trace_being_written_updates_live(tmp_path: Path, traces: Path) -> None:
+    lines = (traces / "json.jsonl").read_text().splitlines(keepends=True)
+    growing = tmp_path / "growing.jsonl"
+    growing.write_text("".join(lines[:3]))
+    c = client(growing)
+    run_id = run_ids(c.get("/").text)[0]
+    page = c.get(f"/run/{run_id}").text
+    live = re.search(r'data-live="([^"]+)"', page)
+    assert live is not None and ">running<" in c.get("/").text
+    nothing = c.get(live.group(1).replace("&amp;", "&")).json()
+    assert nothing["html"] == "" and not nothing["ended"]
+    with growing.open("a") as handle:
+        handle.write("".join(lines[3:]))
+    update = c.get(nothing["next"]).json()
+    assert update["ended"] and REJECTED_WORD in update["html"] and "Round 4" in update["html"]
+    assert "<script>window" not in update["html"]
+    assert "data-live" not in c.get(f"/run/{run_id}").text
+
+
+def test_bench_tables_sortable_and_a_per_category_diff(tmp_path: Path) -> None:
+    a = bench_dir(tmp_path / "before", {"simple": 2, "multiple": 4})
+    b = bench_dir(tmp_path / "after", {"simple": 3, "multiple": 1})
+    (a / "hostile.md").write_text(HOSTILE)
+    # A plot the summary shows, and image references that lead outside the directory.
+    png = bytes.fromhex("89504e470d0a1a0a")  # enough of a PNG for the server to send
+    (a / "accuracy_by_category.png").write_bytes(png)
+    with (a / "summary.md").open("a") as handle:
+        handle.write(
+            "\n![plot](accuracy_by_category.png) ![x](../../etc/passwd) ![y](http://x/y.png)\n"
+        )
+    c = client(a, b)
+    index = c.get("/").text
+    bench_links = re.findall(r'href="(/bench/[0-9a-f]+/)"', index)
+    assert len(bench_links) == 2
+    page = c.get(bench_links[0]).text
+    assert '<table class="sortable">' in page and "<td>simple</td>" in page
+    sources = re.findall(r'<img src="([^"]*)"', page)
+    assert sources[0].endswith("/accuracy_by_category.png") and sources[1:] == ["", ""]
+    plot = c.get(sources[0])
+    assert plot.status_code == 200 and plot.headers["content-type"] == "image/png"
+    assert plot.content == png
+    diff_link = re.search(r'href="(/diff\?[^"]+)"', index)
+    assert diff_link is not None
+    diff = c.get(diff_link.group(1).replace("&amp;", "&")).text
+    rows = dict(re.findall(r"<td>bfcl</td><td>(\w+)</td><td>json</td>(.*?)</tr>", diff))
+    assert "+25.0" in rows["simple"] and "-75.0" in rows["multiple"]
+    assert "50.0%" in rows["simple"] and "75.0%" in rows["simple"]
+
+
+def test_the_static_bundle_is_self_contained(traces: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    written = write_static(Catalog.of([traces]), out)
+    assert (out / "index.html") in written
+    index = (out / "index.html").read_text()
+    pages = re.findall(r'href="(run-[^"]+\.html)"', index)
+    assert len(pages) == 3
+    for name in pages:
+        assert (out / name).is_file()
+    for html_file in out.glob("*.html"):
+        text = html_file.read_text()
+        assert "http://" not in text and "https://" not in text and 'src="/' not in text
+        for target in re.findall(r'(?:href|src)="([^"#?]+)"', text):
+            assert (out / target).is_file(), (html_file.name, target)
