@@ -52,6 +52,7 @@ def test_public_names() -> None:
         "LineFit",
         "OracleModel",
         "OracleTurn",
+        "RayOptions",
         "Row",
         "Score",
         "Setup",
