@@ -216,6 +216,11 @@ def parse_plan(code: str, tools: Toolbox) -> PlanProgram:
             step, statement, defined=[s.name for s in steps], assigned=assigned, body=body
         )
         steps.append(dataclasses.replace(step, needs=needs))
+    if not any(s.kind != "value" for s in steps):
+        raise PlanError(
+            "this plan calls no tool, so every value in it was typed in: call the tools that "
+            "look the facts up, or, if you already know the answer, reply in plain text"
+        )
     return PlanProgram(code, tuple(steps))
 
 
