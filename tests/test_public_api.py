@@ -14,6 +14,18 @@ def test_top_level_exports() -> None:
     assert sorted(tooluse.__all__) == sorted(
         [
             "Agent",
+            "TextEvent",
+            "StreamEvent",
+            "ScriptStartEvent",
+            "ScriptOutputEvent",
+            "ScriptEndEvent",
+            "RunStream",
+            "RoundEndEvent",
+            "DoneEvent",
+            "ContextEvent",
+            "CallStartEvent",
+            "CallEndEvent",
+            "ApprovalEvent",
             "Approval",
             "ApprovalPolicy",
             "ApprovalRecord",

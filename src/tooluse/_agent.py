@@ -6,7 +6,7 @@ import asyncio
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from ._messages import Message
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
+from ._stream import RunStream, StreamEvent, StreamHooks, open_stream, sync_events
 from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
 from .context._store import ContextStore
@@ -224,6 +225,56 @@ class Agent:
             raise
         return run.end()
 
+    def stream(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+    ) -> RunStream:
+        """Run `task` as `arun` does, giving its events as they happen.
+
+        ``async for event in agent.stream(task)``: each event has a ``kind``
+        (``text``, ``call_start``, ``call_end``, ``script_start``,
+        ``script_output``, ``script_end``, ``context``, ``approval``,
+        ``round_end``), and the last, ``done``, carries the `RunResult` that
+        `run` returns for the same replies. Leaving the loop early or
+        cancelling the task stops the run; its result, status ``cancelled``,
+        is `RunStream.result` (``await stream.aclose()`` waits for it).
+        """
+        run = self._open(task, expect)
+        if self.context is not None:
+            run.state.tracing = True  # the harness's offloads reach the stream as events
+
+        async def play(hooks: StreamHooks) -> None:
+            if self.context is not None:
+                run.sinks.append(hooks.trace)
+            await self._play(run, task, history, hooks=hooks)
+
+        return open_stream(run, play)
+
+    def stream_sync(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+    ) -> Iterator[StreamEvent]:
+        """`stream` for code without an event loop: ``for event in agent.stream_sync(task)``.
+
+        Leaving the loop early stops the run; Ctrl-C ends the events with a
+        ``done`` whose result has status ``cancelled``, as `run` returns one.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UsageError(
+                "Agent.stream_sync() was called inside a running event loop; use Agent.stream()"
+            )
+        return sync_events(self.stream(task, expect=expect, history=history))
+
     def resume(
         self,
         result: RunResult,
@@ -386,6 +437,7 @@ class Agent:
         history: Sequence[Message],
         *,
         paused: Paused | None = None,
+        hooks: StreamHooks | None = None,
     ) -> None:
         """Drive the loop until it ends; a cancellation or Ctrl-C passes through."""
         state = run.state
@@ -413,7 +465,7 @@ class Agent:
                 history=history,
                 paused=paused,
             )
-            await self._drive(flow, run.dispatcher, run.tools)
+            await self._drive(flow, run.dispatcher, run.tools, hooks)
         except Exception as exc:
             # The host never crashes on a run: whatever broke, the state so far is kept.
             state.status = "error"
@@ -421,8 +473,14 @@ class Agent:
             run.emit({"event": "internal_error", "traceback": traceback.format_exc()})
         run.played = True
 
-    async def _drive(self, flow: Any, dispatcher: Dispatcher, tools: Toolbox | None = None) -> None:
-        """Answer the loop's effects until it finishes."""
+    async def _drive(
+        self,
+        flow: Any,
+        dispatcher: Dispatcher,
+        tools: Toolbox | None = None,
+        hooks: StreamHooks | None = None,
+    ) -> None:
+        """Answer the loop's effects until it finishes; `hooks` see each one (streaming)."""
         tools = tools if tools is not None else self.tools
         runner: ScriptRunner | None = None
         effect = next(flow)
@@ -430,17 +488,26 @@ class Agent:
             try:
                 if isinstance(effect, AskModel):
                     try:
-                        reply: Any = await self.model.respond(effect.request)
+                        if hooks is None:
+                            reply: Any = await self.model.respond(effect.request)
+                        else:
+                            reply = await hooks.ask(self.model, effect.request)
                     except ModelError as exc:
                         effect = flow.throw(exc)
                         continue
                 elif isinstance(effect, RunCalls):
+                    if hooks is not None:
+                        hooks.calls_started(effect)
                     reply = await dispatcher.run(effect.calls, round_=effect.round)
+                    if hooks is not None:
+                        hooks.calls_ended(effect.round, reply)
                 elif isinstance(effect, RunScript):
                     if runner is None:
                         runner = ScriptRunner(
                             tools, dispatcher, self.sandbox(), timeout=self.script_timeout
                         )
+                    if hooks is not None:
+                        hooks.script_started(effect)
                     reply = await runner.run(
                         effect.code,
                         script_id=effect.id,
@@ -448,11 +515,16 @@ class Agent:
                         repairs=effect.repairs,
                         replay=effect.replay,
                         awaited=effect.awaited,
+                        on_output=None if hooks is None else hooks.script_output,
                     )
+                    if hooks is not None:
+                        hooks.script_ended(effect, reply)
                 else:
                     raise TypeError(f"unknown effect {effect!r}")
                 effect = flow.send(reply)
             except StopIteration:
+                if hooks is not None:
+                    hooks.finished()
                 return
 
 

@@ -1,0 +1,394 @@
+"""Streaming a run: typed events as it happens, from the loop `run` drives.
+
+`Agent.stream` plays the very run `Agent.arun` plays (the same `agent_flow`,
+the same driver) as a task, with `StreamHooks` attached to the driver. The
+hooks turn what the driver sees into events: the model's pieces as its backend
+hands them over (`Model.respond_stream`), each call's start and end, a
+script's start, its output line by line as it prints, and its end, context
+offloads, approval requests and the end of each round. The last event is
+``done``, carrying the `RunResult` that `run` would have returned.
+
+Leaving the iteration early (``break``, ``aclose``, a cancelled task, Ctrl-C
+under `Agent.stream_sync`) cancels the run the way cancelling `arun` does:
+the model request is dropped, a running script is killed, and the result,
+with status ``cancelled``, keeps every record made before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._approval import ApprovalRequest
+from ._loop import RunCalls, RunScript, RunState
+from ._messages import Usage
+from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
+from ._result import RunResult
+from .models import CallDelta, Delta, Model, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from ._agent import _Run
+
+__all__ = [
+    "ApprovalEvent",
+    "CallEndEvent",
+    "CallStartEvent",
+    "ContextEvent",
+    "DoneEvent",
+    "RoundEndEvent",
+    "RunStream",
+    "ScriptEndEvent",
+    "ScriptOutputEvent",
+    "ScriptStartEvent",
+    "StreamEvent",
+    "StreamHooks",
+    "TextEvent",
+]
+
+#: The context tools an agent may call; their calls are reported as context events too.
+_CONTEXT_TOOLS = {"context_offload": "offload", "context_compress": "compress"}
+
+
+@dataclass(frozen=True, slots=True)
+class TextEvent:
+    """A piece of the model's text in round `round`."""
+
+    text: str
+    round: int
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class CallStartEvent:
+    """A tool call begins: its name is known (its arguments may still be arriving).
+
+    `id` is the call's id where the wire gives one at its start; `index` is its
+    place in the reply.
+    """
+
+    id: str | None
+    name: str
+    round: int
+    index: int
+    kind: Literal["call_start"] = "call_start"
+
+
+@dataclass(frozen=True, slots=True)
+class CallEndEvent:
+    """A call ended: executed (`CallRecord`) or refused before it ran (`RejectedCall`)."""
+
+    record: CallRecord | RejectedCall
+    round: int
+    kind: Literal["call_end"] = "call_end"
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptStartEvent:
+    id: str
+    code: str
+    round: int
+    kind: Literal["script_start"] = "script_start"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptOutputEvent:
+    """One line the script printed (without its newline), as it printed it."""
+
+    id: str
+    line: str
+    kind: Literal["script_output"] = "script_output"
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptEndEvent:
+    """A script ended; `record` is None when it paused for approval."""
+
+    id: str
+    record: ScriptRecord | None
+    round: int
+    kind: Literal["script_end"] = "script_end"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEvent:
+    """Messages left the window (``offload``, ``compress``) by the ``harness`` or ``agent``."""
+
+    action: str
+    by: str
+    ids: tuple[str, ...]
+    round: int
+    kind: Literal["context"] = "context"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalEvent:
+    """Calls wait for a decision; the run stops with status ``needs_approval``."""
+
+    requests: tuple[ApprovalRequest, ...]
+    round: int
+    kind: Literal["approval"] = "approval"
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEndEvent:
+    """Round `round` ended (its reply acted on); `usage` is its tokens, None if it failed."""
+
+    round: int
+    usage: Usage | None
+    kind: Literal["round_end"] = "round_end"
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    """The run ended; `result` is what `Agent.run` returns."""
+
+    result: RunResult
+    kind: Literal["done"] = "done"
+
+
+StreamEvent = (
+    TextEvent
+    | CallStartEvent
+    | CallEndEvent
+    | ScriptStartEvent
+    | ScriptOutputEvent
+    | ScriptEndEvent
+    | ContextEvent
+    | ApprovalEvent
+    | RoundEndEvent
+    | DoneEvent
+)
+
+
+class StreamHooks:
+    """What the driver tells a stream: called at each effect of the loop, in order.
+
+    Everything here runs on the event loop and only builds events; it never
+    changes what the run does.
+    """
+
+    def __init__(self, state: RunState, put: Callable[[StreamEvent], None]) -> None:
+        self._state = state
+        self._put = put
+        self._round = 0
+        self._usage_at = 0
+        self._open_round = False
+        #: Calls of the current reply announced while it streamed, by index.
+        self._announced: dict[int, str | None] = {}
+        self._started_ids: set[str] = set()
+        self._script = ""
+        self._line = ""
+
+    # --- the model --------------------------------------------------------------------
+
+    async def ask(self, model: Model, request: ModelRequest) -> ModelResponse:
+        self._end_round()
+        self._round = self._state.rounds
+        self._usage_at = len(self._state.usage.rounds)
+        self._open_round = True
+        self._announced = {}
+        return await model.respond_stream(request, self._delta)
+
+    def _delta(self, delta: Delta) -> None:
+        if isinstance(delta, CallDelta):
+            if delta.index not in self._announced and delta.name:
+                self._announced[delta.index] = delta.id
+                if delta.id:
+                    self._started_ids.add(delta.id)
+                self._put(CallStartEvent(delta.id, delta.name, self._round, delta.index))
+        elif delta.text:
+            self._put(TextEvent(delta.text, self._round))
+
+    # --- calls ------------------------------------------------------------------------
+
+    def calls_started(self, effect: RunCalls) -> None:
+        for index, call in enumerate(effect.calls):
+            # The loop may have suffixed a repeated id (``c1~2``).
+            if call.id in self._started_ids or call.id.split("~")[0] in self._started_ids:
+                continue
+            if index in self._announced and self._announced[index] is None:
+                continue  # announced without an id, by its place
+            self._put(CallStartEvent(call.id, call.name, effect.round, index))
+
+    def calls_ended(self, round_: int, outcomes: Sequence[Outcome | ApprovalRequest]) -> None:
+        waiting = []
+        for outcome in outcomes:
+            if isinstance(outcome, ApprovalRequest):
+                waiting.append(outcome)
+                continue
+            self._put(CallEndEvent(outcome, round_))
+            action = _CONTEXT_TOOLS.get(outcome.name)
+            if action is not None and isinstance(outcome, CallRecord) and outcome.ok:
+                self._put(ContextEvent(action, "agent", _ids(outcome.arguments), round_))
+        if waiting:
+            self._put(ApprovalEvent(tuple(waiting), round_))
+
+    # --- scripts ----------------------------------------------------------------------
+
+    def script_started(self, effect: RunScript) -> None:
+        self._script = effect.id
+        self._line = ""
+        self._put(ScriptStartEvent(effect.id, effect.code, effect.round))
+
+    def script_output(self, data: str) -> None:
+        lines = (self._line + data).split("\n")
+        self._line = lines.pop()
+        for line in lines:
+            self._put(ScriptOutputEvent(self._script, line))
+
+    def script_ended(self, effect: RunScript, reply: Any) -> None:
+        if self._line:
+            self._put(ScriptOutputEvent(effect.id, self._line))
+            self._line = ""
+        record, outcomes, _answered = reply
+        self.calls_ended(effect.round, outcomes)
+        paused = any(isinstance(o, ApprovalRequest) for o in outcomes)
+        self._put(ScriptEndEvent(effect.id, None if paused else record, effect.round))
+
+    # --- the trace (events the loop itself reports) -------------------------------------
+
+    def trace(self, event: dict[str, Any]) -> None:
+        if event.get("event") == "context_offload":
+            ids = tuple(str(i) for i in event.get("ids", ()))
+            self._put(ContextEvent("offload", "harness", ids, self._state.rounds))
+
+    def finished(self) -> None:
+        self._end_round()
+
+    def _end_round(self) -> None:
+        if not self._open_round:
+            return
+        self._open_round = False
+        rounds = self._state.usage.rounds
+        usage = rounds[self._usage_at] if len(rounds) > self._usage_at else None
+        self._put(RoundEndEvent(self._round, usage))
+
+
+def _ids(arguments: dict[str, Any]) -> tuple[str, ...]:
+    ids = arguments.get("ids") or arguments.get("message_ids") or ()
+    if isinstance(ids, str):
+        return (ids,)
+    return tuple(str(i) for i in ids) if isinstance(ids, list | tuple) else ()
+
+
+@dataclass(slots=True)
+class _Ending:
+    """The result, shared by the stream and its event generator (which must not refer
+    to the stream: a dropped stream is then freed at once, and its run cancelled)."""
+
+    result: RunResult | None = None
+
+
+_END = object()
+
+
+async def _events(
+    run: _Run,
+    play: Callable[[StreamHooks], Coroutine[Any, Any, None]],
+    ending: _Ending,
+) -> AsyncIterator[StreamEvent]:
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    hooks = StreamHooks(run.state, queue.put_nowait)
+    task = asyncio.ensure_future(play(hooks))
+    task.add_done_callback(lambda _: queue.put_nowait(_END))
+    try:
+        while True:
+            event = await queue.get()
+            if event is _END:
+                break
+            yield event
+        task.result()  # a KeyboardInterrupt inside the run passes through here
+    except BaseException as exc:
+        # Left early (GeneratorExit), cancelled, or interrupted: stop the run.
+        if not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+        ending.result = run.end(interrupted=True)
+        if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            exc.result = ending.result  # type: ignore[union-attr]
+        raise
+    ending.result = run.end()
+    yield DoneEvent(ending.result)
+
+
+class RunStream:
+    """The events of one run as they happen (``async for event in stream``).
+
+    Each event has a ``kind``; the last is ``done``, whose ``result`` is the
+    `RunResult`. Leaving the loop early, or `aclose`, cancels the run; `aclose`
+    returns its result, status ``cancelled``, with everything recorded before.
+    ``async with agent.stream(task) as stream:`` closes it on the way out.
+    """
+
+    def __init__(self, events: AsyncIterator[StreamEvent], ending: _Ending) -> None:
+        self._events = events
+        self._ending = ending
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result once it ended (or was stopped); None while it runs."""
+        return self._ending.result
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> RunResult:
+        """Stop the run if it still runs; return its result."""
+        closer = getattr(self._events, "aclose", None)
+        if closer is not None:
+            await closer()
+        if self._ending.result is None:
+            raise RuntimeError("the stream was closed before its run started")
+        return self._ending.result
+
+    async def __aenter__(self) -> RunStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._ending.result is None:
+            await self.aclose()
+
+
+def open_stream(run: _Run, play: Callable[[StreamHooks], Coroutine[Any, Any, None]]) -> RunStream:
+    ending = _Ending()
+    return RunStream(_events(run, play, ending), ending)
+
+
+def sync_events(stream: RunStream) -> Iterator[StreamEvent]:
+    """`stream`'s events on a private event loop in this thread; Ctrl-C ends with ``done``."""
+    with asyncio.Runner() as runner:
+        try:
+            while True:
+                try:
+                    event = runner.run(_next(stream))
+                except StopAsyncIteration:
+                    return
+                yield event
+                if isinstance(event, DoneEvent):
+                    return
+        except KeyboardInterrupt:
+            # asyncio.Runner turned Ctrl-C into the run's cancellation; its result is kept.
+            result = stream.result
+            if result is None:
+                raise
+            yield DoneEvent(result)
+        finally:
+            if stream.result is None:
+                runner.run(stream.aclose())
+
+
+async def _next(stream: RunStream) -> StreamEvent:
+    return await stream.__anext__()
