@@ -6,6 +6,7 @@ llama.cpp's server and most hosted gateways.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ import openai
 from .._exceptions import ModelError, ModelResponseError, UsageError
 from .._messages import ToolCall, Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
-from ._base import Model, ModelRequest, ModelResponse
+from ._base import CallDelta, Delta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
     Failure,
     RetryPolicy,
@@ -125,6 +126,77 @@ class OpenAIChat(Model):
             ]
         return response
 
+    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
+        """`respond`, with ``stream=True``: text and call pieces passed on as they arrive.
+
+        Call arguments are assembled from their pieces and usage is read from
+        the final chunk (``stream_options.include_usage``). The read timeout
+        applies between chunks. A failure before any piece was passed on is
+        retried as `respond` retries; after, it raises at once (what was passed
+        on cannot be taken back), saying how far the stream got.
+        """
+        if self._closed:
+            raise UsageError(f"{self.name} was closed; create a new model to send requests")
+        params, names = self._params(request)
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
+        ours = {wire: name for name, wire in names.items()}
+        passed = 0
+
+        def pass_on(delta: Delta) -> None:
+            nonlocal passed
+            passed += 1
+            on_delta(delta)
+
+        async def attempt() -> dict[str, Any]:
+            reading = _ChunkReader(ours, pass_on)
+            stream = await self._client.chat.completions.create(**params)
+            try:
+                async for chunk in stream:
+                    reading.add(chunk)
+            except openai.OpenAIError as exc:
+                if passed:
+                    raise _StreamCut(self._cut_reason(exc), reading.where()) from exc
+                raise
+            except json.JSONDecodeError as exc:
+                raise ModelResponseError(
+                    f"{self.base_url} sent a stream chunk that is not JSON "
+                    f"({exc.msg}): {exc.doc[:200]!r}"
+                ) from exc
+            finally:
+                await stream.close()
+            return reading.body(self.model)
+
+        body = await with_retries(
+            attempt,
+            catch=openai.OpenAIError,
+            classify=self._stream_failure,
+            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
+        )
+        self._responses += 1
+        response = self._read(json.dumps(body).encode())
+        if ours:
+            response.tool_calls = [
+                ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
+            ]
+        return response
+
+    def _stream_failure(self, exc: openai.OpenAIError) -> Failure:
+        if isinstance(exc, _StreamCut):
+            return Failure(
+                ModelResponseError,
+                f"the stream from {self.base_url} broke {exc.where}: {exc.reason}; "
+                "its pieces were already passed on, so it was not retried",
+            )
+        return self._failure(exc)
+
+    def _cut_reason(self, exc: openai.OpenAIError) -> str:
+        if isinstance(exc, openai.APITimeoutError):
+            return f"nothing arrived for {self.timeout:g} s (the timeout)"
+        if isinstance(exc, openai.APIConnectionError):
+            return f"the connection was lost ({exc.__cause__ or exc})"
+        return self._failure(exc).message
+
     async def aclose(self) -> None:
         """Close the HTTP client, unless it was passed in; the model is unusable after."""
         self._closed = True
@@ -231,6 +303,119 @@ class OpenAIChat(Model):
                 not_found_hint="check the model name, and base_url (it usually ends in /v1)",
             )
         return Failure(ModelError, f"the openai client failed: {exc}")
+
+
+class _StreamCut(openai.OpenAIError):
+    """A stream that failed after some of it was passed on: not to be retried."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where
+
+
+class _ChunkReader:
+    """Assembles chat.completion.chunk objects into the chat.completion body they stream."""
+
+    def __init__(self, names: Mapping[str, str], on_delta: DeltaSink) -> None:
+        self._names = names
+        self._on_delta = on_delta
+        self._text: list[str] | None = None
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+        self._usage: Any = None
+        self._model: str | None = None
+        self.chunks = 0
+
+    def add(self, chunk: Any) -> None:
+        self.chunks += 1
+        model = getattr(chunk, "model", None)
+        if isinstance(model, str) and model:
+            self._model = model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._usage = usage.model_dump() if hasattr(usage, "model_dump") else usage
+        for choice in getattr(chunk, "choices", None) or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            finish = getattr(choice, "finish_reason", None)
+            if finish:
+                self._finish = finish
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            text = getattr(delta, "content", None)
+            if isinstance(text, str) and text:
+                if self._text is None:
+                    self._text = []
+                self._text.append(text)
+                self._on_delta(TextDelta(text))
+            elif isinstance(text, str) and self._text is None:
+                self._text = []
+            for piece in getattr(delta, "tool_calls", None) or ():
+                self._add_call(piece)
+
+    def _add_call(self, piece: Any) -> None:
+        index = getattr(piece, "index", None)
+        if not isinstance(index, int):
+            index = len(self._calls)
+        function = getattr(piece, "function", None)
+        name = getattr(function, "name", None) if function is not None else None
+        arguments = getattr(function, "arguments", None) if function is not None else None
+        arguments = arguments if isinstance(arguments, str) else ""
+        call_id = getattr(piece, "id", None)
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = {"id": None, "name": "", "arguments": [], "told": False}
+        if isinstance(call_id, str) and call_id:
+            call["id"] = call_id
+        if isinstance(name, str) and name:
+            call["name"] += name
+        if arguments:
+            call["arguments"].append(arguments)
+        if not call["told"] and call["name"]:
+            call["told"] = True
+            told = "".join(call["arguments"])
+            name = self._names.get(call["name"], call["name"])
+            self._on_delta(CallDelta(index, call["id"], name, told))
+        elif call["told"] and arguments:
+            self._on_delta(CallDelta(index, arguments=arguments))
+
+    def where(self) -> str:
+        """How far the stream got, for an error message."""
+        open_calls = [c for c in self._calls.values() if c["name"]]
+        if open_calls and self._finish is None:
+            last = open_calls[-1]
+            name = self._names.get(last["name"], last["name"])
+            size = sum(len(a) for a in last["arguments"])
+            return (
+                f"after {self.chunks} chunks, in the arguments of a call to {name} "
+                f"({size} characters received)"
+            )
+        return f"after {self.chunks} chunks"
+
+    def body(self, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if self._text is None else "".join(self._text),
+        }
+        if self._calls:
+            message["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": "".join(call["arguments"])},
+                }
+                for _, call in sorted(self._calls.items())
+            ]
+        body: dict[str, Any] = {
+            "object": "chat.completion",
+            "model": self._model or model,
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish}],
+        }
+        if self._usage is not None:
+            body["usage"] = self._usage
+        return body
 
 
 _WIRE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
