@@ -16,6 +16,7 @@ def test_top_level_exports() -> None:
             "Agent",
             "TextEvent",
             "StreamEvent",
+            "SyncRunStream",
             "ScriptStartEvent",
             "ScriptOutputEvent",
             "ScriptEndEvent",

@@ -36,6 +36,7 @@ from ._stream import (
     ScriptOutputEvent,
     ScriptStartEvent,
     StreamEvent,
+    SyncRunStream,
     TextEvent,
 )
 from ._trace import JsonlTrace, read_trace
@@ -82,6 +83,7 @@ __all__ = [
     "ScriptRun",
     "ScriptStartEvent",
     "StreamEvent",
+    "SyncRunStream",
     "TextEvent",
     "Tool",
     "ToolCall",

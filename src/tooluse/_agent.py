@@ -6,7 +6,7 @@ import asyncio
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ._messages import Message
 from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
-from ._stream import RunStream, StreamEvent, StreamHooks, open_stream, sync_events
+from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
 from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
 from .context._store import ContextStore
@@ -259,11 +259,12 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
-    ) -> Iterator[StreamEvent]:
+    ) -> SyncRunStream:
         """`stream` for code without an event loop: ``for event in agent.stream_sync(task)``.
 
-        Leaving the loop early stops the run; Ctrl-C ends the events with a
-        ``done`` whose result has status ``cancelled``, as `run` returns one.
+        Leaving the loop early stops the run (`SyncRunStream.close` returns its
+        result); Ctrl-C ends the events with a ``done`` whose result has status
+        ``cancelled``, as `run` returns one.
         """
         try:
             asyncio.get_running_loop()
@@ -273,7 +274,7 @@ class Agent:
             raise UsageError(
                 "Agent.stream_sync() was called inside a running event loop; use Agent.stream()"
             )
-        return sync_events(self.stream(task, expect=expect, history=history))
+        return SyncRunStream(self.stream(task, expect=expect, history=history))
 
     def resume(
         self,
@@ -497,7 +498,7 @@ class Agent:
                         continue
                 elif isinstance(effect, RunCalls):
                     if hooks is not None:
-                        hooks.calls_started(effect)
+                        await hooks.calls_started(effect)
                     reply = await dispatcher.run(effect.calls, round_=effect.round)
                     if hooks is not None:
                         hooks.calls_ended(effect.round, reply)
@@ -507,7 +508,7 @@ class Agent:
                             tools, dispatcher, self.sandbox(), timeout=self.script_timeout
                         )
                     if hooks is not None:
-                        hooks.script_started(effect)
+                        await hooks.script_started(effect)
                     reply = await runner.run(
                         effect.code,
                         script_id=effect.id,

@@ -17,7 +17,7 @@ with status ``cancelled``, keeps every record made before.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +44,7 @@ __all__ = [
     "ScriptStartEvent",
     "StreamEvent",
     "StreamHooks",
+    "SyncRunStream",
     "TextEvent",
 ]
 
@@ -177,9 +178,15 @@ class StreamHooks:
     changes what the run does.
     """
 
-    def __init__(self, state: RunState, put: Callable[[StreamEvent], None]) -> None:
+    def __init__(
+        self,
+        state: RunState,
+        put: Callable[[StreamEvent], None],
+        drained: Callable[[], Awaitable[None]],
+    ) -> None:
         self._state = state
         self._put = put
+        self._drained = drained
         self._round = 0
         self._usage_at = 0
         self._open_round = False
@@ -211,7 +218,14 @@ class StreamHooks:
 
     # --- calls ------------------------------------------------------------------------
 
-    def calls_started(self, effect: RunCalls) -> None:
+    async def calls_started(self, effect: RunCalls) -> None:
+        """Announce the calls not announced yet; return once the consumer has seen them."""
+        self._announce(effect)
+        # Before anything runs, the consumer has taken every event so far: a tool's
+        # side effects never come before the start of its call on a screen.
+        await self._drained()
+
+    def _announce(self, effect: RunCalls) -> None:
         for index, call in enumerate(effect.calls):
             # The loop may have suffixed a repeated id (``c1~2``).
             if call.id in self._started_ids or call.id.split("~")[0] in self._started_ids:
@@ -235,10 +249,11 @@ class StreamHooks:
 
     # --- scripts ----------------------------------------------------------------------
 
-    def script_started(self, effect: RunScript) -> None:
+    async def script_started(self, effect: RunScript) -> None:
         self._script = effect.id
         self._line = ""
         self._put(ScriptStartEvent(effect.id, effect.code, effect.round))
+        await self._drained()
 
     def script_output(self, data: str) -> None:
         lines = (self._line + data).split("\n")
@@ -283,9 +298,10 @@ def _ids(arguments: dict[str, Any]) -> tuple[str, ...]:
 
 @dataclass(slots=True)
 class _Ending:
-    """The result, shared by the stream and its event generator (which must not refer
-    to the stream: a dropped stream is then freed at once, and its run cancelled)."""
+    """The run and its result, shared by the stream and its event generator (which must
+    not refer to the stream: a dropped stream is then freed at once, and its run cancelled)."""
 
+    run: _Run
     result: RunResult | None = None
 
 
@@ -298,7 +314,7 @@ async def _events(
     ending: _Ending,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
-    hooks = StreamHooks(run.state, queue.put_nowait)
+    hooks = StreamHooks(run.state, queue.put_nowait, queue.join)
     task = asyncio.ensure_future(play(hooks))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     try:
@@ -307,12 +323,16 @@ async def _events(
             if event is _END:
                 break
             yield event
+            # Done with an event once the next is asked for: `StreamHooks` waits on that.
+            queue.task_done()
         task.result()  # a KeyboardInterrupt inside the run passes through here
     except BaseException as exc:
         # Left early (GeneratorExit), cancelled, or interrupted: stop the run.
         if not task.done():
             task.cancel()
             await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # seen here; asyncio need not report it
         ending.result = run.end(interrupted=True)
         if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
             exc.result = ending.result  # type: ignore[union-attr]
@@ -350,8 +370,8 @@ class RunStream:
         closer = getattr(self._events, "aclose", None)
         if closer is not None:
             await closer()
-        if self._ending.result is None:
-            raise RuntimeError("the stream was closed before its run started")
+        if self._ending.result is None:  # closed before it started: nothing ran
+            self._ending.result = self._ending.run.end(interrupted=True)
         return self._ending.result
 
     async def __aenter__(self) -> RunStream:
@@ -363,11 +383,51 @@ class RunStream:
 
 
 def open_stream(run: _Run, play: Callable[[StreamHooks], Coroutine[Any, Any, None]]) -> RunStream:
-    ending = _Ending()
+    ending = _Ending(run)
     return RunStream(_events(run, play, ending), ending)
 
 
-def sync_events(stream: RunStream) -> Iterator[StreamEvent]:
+class SyncRunStream:
+    """`RunStream` for code without an event loop (``for event in stream``).
+
+    The run goes on only while the events are asked for, on a private event
+    loop in the calling thread. Leaving early, `close` or the ``with`` block's
+    end cancels it; Ctrl-C ends the events with a ``done`` whose result has
+    status ``cancelled``.
+    """
+
+    def __init__(self, stream: RunStream) -> None:
+        self._stream = stream
+        self._events = _sync_events(stream)
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result once it ended (or was stopped); None while it runs."""
+        return self._stream.result
+
+    def __iter__(self) -> SyncRunStream:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        return next(self._events)
+
+    def close(self) -> RunResult:
+        """Stop the run if it still runs; return its result."""
+        self._events.close()
+        if self._stream.result is None:
+            asyncio.run(self._stream.aclose())
+        result = self._stream.result
+        assert result is not None
+        return result
+
+    def __enter__(self) -> SyncRunStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
     """`stream`'s events on a private event loop in this thread; Ctrl-C ends with ``done``."""
     with asyncio.Runner() as runner:
         try:
@@ -380,11 +440,12 @@ def sync_events(stream: RunStream) -> Iterator[StreamEvent]:
                 if isinstance(event, DoneEvent):
                     return
         except KeyboardInterrupt:
-            # asyncio.Runner turned Ctrl-C into the run's cancellation; its result is kept.
-            result = stream.result
-            if result is None:
-                raise
-            yield DoneEvent(result)
+            # asyncio.Runner turned Ctrl-C into the run's cancellation (or, pressed between
+            # two turns of the loop, raised it in the run); the result keeps what was done.
+            if stream.result is None:
+                runner.run(stream.aclose())
+            assert stream.result is not None
+            yield DoneEvent(stream.result)
         finally:
             if stream.result is None:
                 runner.run(stream.aclose())

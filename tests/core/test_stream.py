@@ -228,12 +228,14 @@ def _blocking_agent(gate: threading.Event, started: threading.Event | None = Non
     return Agent(model, [get_exchange_rate, wait_for_operator], tool_timeout=30)
 
 
-def _assert_partial(result: RunResult, *, replied: bool = False) -> None:
-    """The first call is kept; the second reply too if it had fully arrived."""
+def _assert_partial(result: RunResult, *, replied: bool | None = False) -> None:
+    """The first call is kept; the second reply too if it had fully arrived (None: either)."""
     assert result.status == "cancelled" and result.error == "the run was cancelled"
     assert [c.id for c in result.calls] == ["c1"]
-    roles = ["user", "assistant", "tool"] + (["assistant"] if replied else [])
-    assert [m.role for m in result.messages] == roles
+    roles = [m.role for m in result.messages]
+    if replied is None:
+        replied = len(roles) == 4
+    assert roles == ["user", "assistant", "tool"] + (["assistant"] if replied else [])
     assert len(result.usage.rounds) == (2 if replied else 1)
 
 
@@ -296,9 +298,11 @@ def test_breaking_out_of_stream_sync_cancels_the_run_and_leaves_no_thread_behind
     for event in events:
         if isinstance(event, CallStartEvent) and event.name == "wait_for_operator":
             break
-    events.close()  # what dropping the iterator does, made certain
+    result = events.close()  # what dropping the iterator does, made certain
     gate.set()
-    assert isinstance(event, CallStartEvent)
+    # Between two events asked for, the run may have taken the reply in whole.
+    _assert_partial(result, replied=None)
+    assert events.result is result
     # the abandoned call's worker ends once its tool returns; nothing else is left
     deadline = time.monotonic() + 10
     while set(threading.enumerate()) - before and time.monotonic() < deadline:
@@ -339,9 +343,10 @@ async def test_script_output_arrives_while_the_script_runs_and_leaving_kills_it(
     )
     model = ScriptedModel([script, "never reached"], chunk=7)
     with Sandbox() as sandbox:
-        sandbox.start()
+        await sandbox.execute("pass")
         uid = sandbox.uid
-        idle = _processes_of(uid) if uid is not None else 0
+        # bwrap, its reaper, the server, and one monitor + worker pair forked ahead
+        idle = 5
         agent = Agent(model, [get_exchange_rate], convention="code", sandbox=sandbox)
         stream = agent.stream("Convert")
         lines = []
