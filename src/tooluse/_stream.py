@@ -303,6 +303,8 @@ class _Ending:
 
     run: _Run
     result: RunResult | None = None
+    #: Whether an event waits to be taken (so taking it will not wait).
+    ready: Callable[[], bool] = lambda: False
 
 
 _END = object()
@@ -314,6 +316,7 @@ async def _events(
     ending: _Ending,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
+    ending.ready = lambda: not queue.empty()
     hooks = StreamHooks(run.state, queue.put_nowait, queue.join)
     task = asyncio.ensure_future(play(hooks))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
@@ -433,12 +436,15 @@ def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
         try:
             while True:
                 try:
-                    event = runner.run(_next(stream))
+                    # Every event that is ready in one turn of the loop: entering
+                    # the loop costs more than an event.
+                    batch = runner.run(_take(stream))
                 except StopAsyncIteration:
                     return
-                yield event
-                if isinstance(event, DoneEvent):
-                    return
+                for event in batch:
+                    yield event
+                    if isinstance(event, DoneEvent):
+                        return
         except KeyboardInterrupt:
             # asyncio.Runner turned Ctrl-C into the run's cancellation (or, pressed between
             # two turns of the loop, raised it in the run); the result keeps what was done.
@@ -451,5 +457,9 @@ def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
                 runner.run(stream.aclose())
 
 
-async def _next(stream: RunStream) -> StreamEvent:
-    return await stream.__anext__()
+async def _take(stream: RunStream) -> list[StreamEvent]:
+    events = [await stream.__anext__()]
+    ready = stream._ending.ready
+    while ready() and not isinstance(events[-1], DoneEvent):
+        events.append(await stream.__anext__())
+    return events
