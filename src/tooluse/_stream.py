@@ -290,7 +290,7 @@ class StreamHooks:
 
 
 def _ids(arguments: dict[str, Any]) -> tuple[str, ...]:
-    ids = arguments.get("ids") or arguments.get("message_ids") or ()
+    ids = arguments.get("span_ids") or ()
     if isinstance(ids, str):
         return (ids,)
     return tuple(str(i) for i in ids) if isinstance(ids, list | tuple) else ()

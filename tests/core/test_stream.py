@@ -14,8 +14,12 @@ import pytest
 
 from tooluse import (
     Agent,
+    Approval,
+    ApprovalEvent,
+    ApprovalPolicy,
     CallEndEvent,
     CallStartEvent,
+    ContextEvent,
     DoneEvent,
     RoundEndEvent,
     RunResult,
@@ -25,6 +29,7 @@ from tooluse import (
     read_trace,
     tool,
 )
+from tooluse.context import ContextPolicy
 from tooluse.conventions import TextConvention
 from tooluse.models import ScriptedModel
 from tooluse.sandbox import Sandbox
@@ -363,3 +368,63 @@ async def test_script_output_arrives_while_the_script_runs_and_leaving_kills_it(
         assert [m.role for m in result.messages] == ["system", "user", "assistant"]
         if uid is not None:
             assert _settled(uid, idle) == idle, "the script's processes were left behind"
+
+
+# --- context and approvals -----------------------------------------------------------------
+
+
+@tool
+def read_page(n: int) -> str:
+    """Read one page of the manual.
+
+    Args:
+        n: the page number
+    """
+    return f"page {n}: " + "lorem ipsum dolor sit amet " * 40
+
+
+def test_context_moves_by_the_harness_and_by_the_agent_are_events() -> None:
+    replies: list[Any] = [
+        {"tool_calls": [_call("c1", "read_page", {"n": 1})]},
+        {"tool_calls": [_call("c2", "read_page", {"n": 2})]},
+        {"tool_calls": [_call("c3", "context_offload", {"span_ids": ["m2", "m3"]})]},
+        *[{"tool_calls": [_call(f"c{n}", "read_page", {"n": n})]} for n in range(4, 12)],
+        {"content": "done"},
+    ]
+    policy = ContextPolicy(budget=2_500)
+    agent = Agent(ScriptedModel(replies), [read_page], context=policy, max_rounds=20)
+    events = list(agent.stream_sync("Read the manual."))
+    result = events[-1].result  # type: ignore[union-attr]
+    assert result.status == "completed"
+    moves = [e for e in events if isinstance(e, ContextEvent)]
+    assert (moves[0].action, moves[0].by, moves[0].ids, moves[0].round) == (
+        "offload",
+        "agent",
+        ("m2", "m3"),
+        3,
+    )
+    by_harness = [m for m in moves if m.by == "harness"]
+    assert by_harness and all(m.action == "offload" and m.ids for m in by_harness)
+
+
+def test_a_deferred_call_is_an_approval_event_and_the_run_stops_for_it(sandbox: Sandbox) -> None:
+    ask_all = ApprovalPolicy(lambda request: Approval.defer("ask the user"), asks="all")
+    agent = _agent("json", sandbox, approval=ask_all)
+    events = list(agent.stream_sync("Convert 100 USD"))
+    waiting = [e for e in events if isinstance(e, ApprovalEvent)]
+    assert len(waiting) == 1
+    # c1 was refused for its arguments before any policy saw it
+    assert [r.call_id for r in waiting[0].requests] == ["c2", "c3"]
+    result = events[-1].result  # type: ignore[union-attr]
+    assert result.status == "needs_approval"
+    assert [p.call_id for p in result.pending] == ["c2", "c3"]
+    assert [e.kind for e in events] == [
+        "call_start",
+        "call_end",
+        "round_end",
+        "call_start",
+        "call_start",
+        "approval",
+        "round_end",
+        "done",
+    ]

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import openai
+
+try:  # the transport under the SDK: httpx2 in recent releases, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - older SDKs
+    import httpx as _http  # type: ignore[no-redef]
 
 from .._exceptions import ModelError, ModelResponseError, UsageError
 from .._messages import ToolCall, Usage, openai_messages, parse_openai_message
@@ -150,22 +155,32 @@ class OpenAIChat(Model):
 
         async def attempt() -> dict[str, Any]:
             reading = _ChunkReader(ours, pass_on)
-            stream = await self._client.chat.completions.create(**params)
-            try:
-                async for chunk in stream:
-                    reading.add(chunk)
-            except openai.OpenAIError as exc:
-                if passed:
-                    raise _StreamCut(self._cut_reason(exc), reading.where()) from exc
-                raise
-            except json.JSONDecodeError as exc:
-                raise ModelResponseError(
-                    f"{self.base_url} sent a stream chunk that is not JSON "
-                    f"({exc.msg}): {exc.doc[:200]!r}"
-                ) from exc
-            finally:
-                await stream.close()
-            return reading.body(self.model)
+            # The wire read as is: the SDK's typed chunk objects cost more per token than
+            # everything else here together.
+            opened = self._client.chat.completions.with_streaming_response.create(**params)
+            async with opened as response:
+                try:
+                    done = False
+                    async for data in _sse_data(response.iter_lines()):
+                        # Read on after [DONE] to the body's end, so the connection is reused.
+                        done = done or data == "[DONE]"
+                        if not done:
+                            reading.add(_chunk(data, self.base_url))
+                except _http.TimeoutException as exc:
+                    failed: openai.OpenAIError = openai.APITimeoutError(
+                        request=response.http_request
+                    )
+                    failed.__cause__ = exc
+                except _http.TransportError as exc:
+                    failed = openai.APIConnectionError(request=response.http_request)
+                    failed.__cause__ = exc
+                except _StreamError as exc:
+                    failed = exc
+                else:
+                    return reading.body(self.model)
+            if passed:
+                raise _StreamCut(self._cut_reason(failed), reading.where()) from failed
+            raise failed
 
         body = await with_retries(
             attempt,
@@ -182,6 +197,8 @@ class OpenAIChat(Model):
         return response
 
     def _stream_failure(self, exc: openai.OpenAIError) -> Failure:
+        if isinstance(exc, _StreamError):
+            return Failure(ModelResponseError, str(exc))
         if isinstance(exc, _StreamCut):
             return Failure(
                 ModelResponseError,
@@ -191,6 +208,8 @@ class OpenAIChat(Model):
         return self._failure(exc)
 
     def _cut_reason(self, exc: openai.OpenAIError) -> str:
+        if isinstance(exc, _StreamError):
+            return str(exc)
         if isinstance(exc, openai.APITimeoutError):
             return f"nothing arrived for {self.timeout:g} s (the timeout)"
         if isinstance(exc, openai.APIConnectionError):
@@ -314,6 +333,40 @@ class _StreamCut(openai.OpenAIError):
         self.where = where
 
 
+class _StreamError(openai.OpenAIError):
+    """The stream said something wrong: an error object, or a chunk that is not JSON."""
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The ``data`` of each server-sent event (its lines joined), as events end."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+def _chunk(data: str, server: str) -> Mapping[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise _StreamError(
+            f"{server} sent a stream chunk that is not JSON ({exc.msg}): {data[:200]!r}"
+        ) from None
+    if not isinstance(chunk, Mapping):
+        raise _StreamError(f"{server} sent a stream chunk that is not an object: {data[:200]!r}")
+    if chunk.get("error"):
+        said = server_message(chunk["error"]) or excerpt(data.encode())
+        raise _StreamError(f"{server} sent an error in the stream: {said}")
+    return chunk
+
+
 class _ChunkReader:
     """Assembles chat.completion.chunk objects into the chat.completion body they stream."""
 
@@ -327,43 +380,49 @@ class _ChunkReader:
         self._model: str | None = None
         self.chunks = 0
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: Mapping[str, Any]) -> None:
         self.chunks += 1
-        model = getattr(chunk, "model", None)
+        model = chunk.get("model")
         if isinstance(model, str) and model:
             self._model = model
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self._usage = usage.model_dump() if hasattr(usage, "model_dump") else usage
-        for choice in getattr(chunk, "choices", None) or ():
-            if getattr(choice, "index", 0) not in (0, None):
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self._usage = usage
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if not isinstance(choice, Mapping) or choice.get("index", 0) not in (0, None):
                 continue
-            finish = getattr(choice, "finish_reason", None)
-            if finish:
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
                 self._finish = finish
-            delta = getattr(choice, "delta", None)
-            if delta is None:
+            delta = choice.get("delta")
+            if not isinstance(delta, Mapping):
                 continue
-            text = getattr(delta, "content", None)
-            if isinstance(text, str) and text:
+            text = delta.get("content")
+            if isinstance(text, str):
                 if self._text is None:
                     self._text = []
-                self._text.append(text)
-                self._on_delta(TextDelta(text))
-            elif isinstance(text, str) and self._text is None:
-                self._text = []
-            for piece in getattr(delta, "tool_calls", None) or ():
-                self._add_call(piece)
+                if text:
+                    self._text.append(text)
+                    self._on_delta(TextDelta(text))
+            pieces = delta.get("tool_calls")
+            if isinstance(pieces, list):
+                for piece in pieces:
+                    if isinstance(piece, Mapping):
+                        self._add_call(piece)
 
-    def _add_call(self, piece: Any) -> None:
-        index = getattr(piece, "index", None)
+    def _add_call(self, piece: Mapping[str, Any]) -> None:
+        index = piece.get("index")
         if not isinstance(index, int):
             index = len(self._calls)
-        function = getattr(piece, "function", None)
-        name = getattr(function, "name", None) if function is not None else None
-        arguments = getattr(function, "arguments", None) if function is not None else None
+        function = piece.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = function.get("name")
+        arguments = function.get("arguments")
         arguments = arguments if isinstance(arguments, str) else ""
-        call_id = getattr(piece, "id", None)
+        call_id = piece.get("id")
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = {"id": None, "name": "", "arguments": [], "told": False}
