@@ -242,16 +242,7 @@ class Agent:
         cancelling the task stops the run; its result, status ``cancelled``,
         is `RunStream.result` (``await stream.aclose()`` waits for it).
         """
-        run = self._open(task, expect)
-        if self.context is not None:
-            run.state.tracing = True  # the harness's offloads reach the stream as events
-
-        async def play(hooks: StreamHooks) -> None:
-            if self.context is not None:
-                run.sinks.append(hooks.trace)
-            await self._play(run, task, history, hooks=hooks)
-
-        return open_stream(run, play)
+        return open_stream(self, self._open(task, expect), task, history)
 
     def stream_sync(
         self,
@@ -274,7 +265,8 @@ class Agent:
             raise UsageError(
                 "Agent.stream_sync() was called inside a running event loop; use Agent.stream()"
             )
-        return SyncRunStream(self.stream(task, expect=expect, history=history))
+        run = self._open(task, expect)
+        return SyncRunStream(open_stream(self, run, task, history, paced=True))
 
     def resume(
         self,

@@ -17,19 +17,21 @@ with status ``cancelled``, keeps every record made before.
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._approval import ApprovalRequest
 from ._loop import RunCalls, RunScript, RunState
-from ._messages import Usage
+from ._messages import Message, Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from ._result import RunResult
 from .models import CallDelta, Delta, Model, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
-    from ._agent import _Run
+    from ._agent import Agent, _Run
 
 __all__ = [
     "ApprovalEvent",
@@ -47,6 +49,8 @@ __all__ = [
     "SyncRunStream",
     "TextEvent",
 ]
+
+_T = TypeVar("_T")
 
 #: The context tools an agent may call; their calls are reported as context events too.
 _CONTEXT_TOOLS = {"context_offload": "offload", "context_compress": "compress"}
@@ -182,7 +186,7 @@ class StreamHooks:
         self,
         state: RunState,
         put: Callable[[StreamEvent], None],
-        drained: Callable[[], Awaitable[None]],
+        drained: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._state = state
         self._put = put
@@ -219,11 +223,12 @@ class StreamHooks:
     # --- calls ------------------------------------------------------------------------
 
     async def calls_started(self, effect: RunCalls) -> None:
-        """Announce the calls not announced yet; return once the consumer has seen them."""
+        """Announce the calls not announced yet; paced, return once the consumer took them."""
         self._announce(effect)
-        # Before anything runs, the consumer has taken every event so far: a tool's
-        # side effects never come before the start of its call on a screen.
-        await self._drained()
+        if self._drained is not None:
+            # Before anything runs, the consumer has taken every event so far: a tool's
+            # side effects never come before the start of its call on a screen.
+            await self._drained()
 
     def _announce(self, effect: RunCalls) -> None:
         for index, call in enumerate(effect.calls):
@@ -253,7 +258,8 @@ class StreamHooks:
         self._script = effect.id
         self._line = ""
         self._put(ScriptStartEvent(effect.id, effect.code, effect.round))
-        await self._drained()
+        if self._drained is not None:
+            await self._drained()
 
     def script_output(self, data: str) -> None:
         lines = (self._line + data).split("\n")
@@ -314,10 +320,11 @@ async def _events(
     run: _Run,
     play: Callable[[StreamHooks], Coroutine[Any, Any, None]],
     ending: _Ending,
+    paced: bool,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     ending.ready = lambda: not queue.empty()
-    hooks = StreamHooks(run.state, queue.put_nowait, queue.join)
+    hooks = StreamHooks(run.state, queue.put_nowait, queue.join if paced else None)
     task = asyncio.ensure_future(play(hooks))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     try:
@@ -385,9 +392,29 @@ class RunStream:
             await self.aclose()
 
 
-def open_stream(run: _Run, play: Callable[[StreamHooks], Coroutine[Any, Any, None]]) -> RunStream:
+def open_stream(
+    agent: Agent,
+    run: _Run,
+    task: str,
+    history: Sequence[Message],
+    *,
+    paced: bool = False,
+) -> RunStream:
+    """The stream of `run`, not started until its first event is asked for.
+
+    `paced`: calls and scripts wait to start until the consumer has taken every
+    event before them (it draws them first: `stream_sync`, the terminal).
+    """
+    if agent.context is not None:
+        run.state.tracing = True  # the harness's offloads reach the stream as events
+
+    async def play(hooks: StreamHooks) -> None:
+        if agent.context is not None:
+            run.sinks.append(hooks.trace)
+        await agent._play(run, task, history, hooks=hooks)
+
     ending = _Ending(run)
-    return RunStream(_events(run, play, ending), ending)
+    return RunStream(_events(run, play, ending, paced), ending)
 
 
 class SyncRunStream:
@@ -432,13 +459,13 @@ class SyncRunStream:
 
 def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
     """`stream`'s events on a private event loop in this thread; Ctrl-C ends with ``done``."""
-    with asyncio.Runner() as runner:
+    with _StepLoop() as steps:
         try:
             while True:
                 try:
                     # Every event that is ready in one turn of the loop: entering
                     # the loop costs more than an event.
-                    batch = runner.run(_take(stream))
+                    batch = steps.run(_take(stream))
                 except StopAsyncIteration:
                     return
                 for event in batch:
@@ -446,15 +473,72 @@ def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
                     if isinstance(event, DoneEvent):
                         return
         except KeyboardInterrupt:
-            # asyncio.Runner turned Ctrl-C into the run's cancellation (or, pressed between
-            # two turns of the loop, raised it in the run); the result keeps what was done.
+            # Ctrl-C cancelled the run (or, pressed between two turns of the loop, was
+            # raised in it); the result keeps what was done.
             if stream.result is None:
-                runner.run(stream.aclose())
+                steps.run(stream.aclose())
             assert stream.result is not None
             yield DoneEvent(stream.result)
         finally:
             if stream.result is None:
-                runner.run(stream.aclose())
+                steps.run(stream.aclose())
+
+
+class _StepLoop:
+    """`asyncio.Runner` for many short steps: Ctrl-C handled once for all of them.
+
+    ``Runner.run`` installs and removes its SIGINT handler at every call, which
+    costs more than a streamed event. Here the first Ctrl-C while a step runs
+    cancels the step and `run` raises KeyboardInterrupt, as ``Runner.run`` does;
+    between steps it is raised at once, as without a handler.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._step: asyncio.Task[Any] | None = None
+        self._interrupted = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _StepLoop:
+        asyncio.set_event_loop(self._loop)
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._on_sigint:
+            signal.signal(signal.SIGINT, self._previous)
+        loop = self._loop
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+    def run(self, step: Coroutine[Any, Any, _T]) -> _T:
+        task: asyncio.Task[_T] = self._loop.create_task(step)
+        self._step = task
+        try:
+            return self._loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if self._interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            self._step = None
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        step = self._step
+        if step is not None and not step.done() and not self._interrupted:
+            self._interrupted = True
+            step.cancel()
+            self._loop.call_soon_threadsafe(lambda: None)  # wake the loop
+            return
+        raise KeyboardInterrupt
 
 
 async def _take(stream: RunStream) -> list[StreamEvent]:

@@ -97,23 +97,24 @@ class ScriptedModel(Model):
 
     async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
         response = await self.respond(request)
-        size = self.chunk
-        for piece in _pieces(response.content or "", size):
+        if self.chunk is None:  # the whole reply at once, as a backend that cannot stream
+            if response.content:
+                on_delta(TextDelta(response.content))
+            for index, call in enumerate(response.tool_calls):
+                on_delta(CallDelta(index, call.id, call.name, call.arguments))
+            return response
+        for piece in _pieces(response.content or "", self.chunk):
             on_delta(TextDelta(piece))
             await asyncio.sleep(0)
         for index, call in enumerate(response.tool_calls):
             on_delta(CallDelta(index, call.id, call.name))
-            for piece in _pieces(call.arguments, size):
+            for piece in _pieces(call.arguments, self.chunk):
                 on_delta(CallDelta(index, arguments=piece))
                 await asyncio.sleep(0)
         return response
 
 
-def _pieces(text: str, size: int | None) -> list[str]:
-    if not text:
-        return []
-    if size is None:
-        return [text]
+def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
