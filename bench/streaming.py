@@ -164,6 +164,7 @@ async def measure_wire(server: Server, tokens: int, repeat: int) -> dict[str, di
     for name in ("sdk", "agent"):
         out[name] = {
             "first_ms": statistics.median(firsts[name]) * 1e3,
+            "first_min_ms": min(firsts[name]) * 1e3,
             "total_ms": statistics.median(totals[name]) * 1e3,
         }
     return out
@@ -292,11 +293,13 @@ def main() -> None:
     run_us, stream_us, sync_us = per["run"], per["stream"], per["stream_sync"]
 
     ttft_gap_ms = short["agent"]["first_ms"] - short["sdk"]["first_ms"]
+    ttft_min_gap_ms = short["agent"]["first_min_ms"] - short["sdk"]["first_min_ms"]
     per_token_us = (long["agent"]["total_ms"] - long["sdk"]["total_ms"]) * 1e3 / args.tokens
     rows = [
-        ("first text, SDK alone", f"{short['sdk']['first_ms']:.2f} ms"),
-        ("first text, Agent.stream", f"{short['agent']['first_ms']:.2f} ms"),
+        ("first text, SDK alone, median", f"{short['sdk']['first_ms']:.2f} ms"),
+        ("first text, Agent.stream, median", f"{short['agent']['first_ms']:.2f} ms"),
         ("  difference (target ≤ 1 ms)", f"{ttft_gap_ms:+.2f} ms"),
+        ("  difference of the fastest runs", f"{ttft_min_gap_ms:+.2f} ms"),
         (f"{args.tokens} chunks, SDK alone", f"{long['sdk']['total_ms']:.1f} ms"),
         (f"{args.tokens} chunks, Agent.stream", f"{long['agent']['total_ms']:.1f} ms"),
         ("  difference per token", f"{per_token_us:+.1f} µs"),
@@ -323,7 +326,9 @@ def main() -> None:
                 "tokens": args.tokens,
                 "turns": args.turns,
                 "first_text_ms": {k: round(v["first_ms"], 3) for k, v in short.items()},
+                "first_text_min_ms": {k: round(v["first_min_ms"], 3) for k, v in short.items()},
                 "first_text_gap_ms": round(ttft_gap_ms, 3),
+                "first_text_min_gap_ms": round(ttft_min_gap_ms, 3),
                 "long_reply_ms": {k: round(v["total_ms"], 2) for k, v in long.items()},
                 "wire_difference_per_token_us": round(per_token_us, 2),
                 "event_overhead_per_token_us": round(events["per_event_us"], 2),
