@@ -399,8 +399,10 @@ class Agent:
         )
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
         check_tools(expectations, self.tools)
+        convention = self.convention.for_run(task, expectations, model=self.model.name)
         run = _Run(
             self,
+            convention=convention,
             sinks=sinks,
             writer=writer,
             expectations=expectations,
@@ -417,7 +419,8 @@ class Agent:
                 "event": "run_start",
                 "task": task,
                 "model": self.model.name,
-                "convention": self.convention.name,
+                "convention": convention.name,
+                **({"chosen_by": convention.chosen_by} if convention.chosen_by else {}),
                 "tools": tools.names,
             }
         )
@@ -447,13 +450,13 @@ class Agent:
                     trusted = known is not None and known.trust == "trusted"
                     gate.provenance.note(earlier.name or "tool", earlier.content, trusted=trusted)
         try:
-            shown = run.tools.callable_by(self.convention.caller)
-            prepared = self.convention.prepare(shown, self.system_prompt)
+            shown = run.tools.callable_by(run.convention.caller)
+            prepared = run.convention.prepare(shown, self.system_prompt)
             flow = agent_flow(
                 state,
                 task,
                 prepared,
-                self.convention,
+                run.convention,
                 self.config,
                 history=history,
                 paused=paused,
@@ -491,7 +494,9 @@ class Agent:
                 elif isinstance(effect, RunCalls):
                     if hooks is not None:
                         await hooks.calls_started(effect)
-                    reply = await dispatcher.run(effect.calls, round_=effect.round)
+                    reply = await dispatcher.run(
+                        effect.calls, round_=effect.round, source=effect.source
+                    )
                     if hooks is not None:
                         hooks.calls_ended(effect.round, reply)
                 elif isinstance(effect, RunScript):
@@ -571,6 +576,7 @@ class _Run:
         self,
         agent: Agent,
         *,
+        convention: Convention,
         sinks: list[EventSink],
         writer: JsonlTrace | None,
         expectations: list[Expect],
@@ -579,6 +585,7 @@ class _Run:
         task: str,
     ) -> None:
         self.agent = agent
+        self.convention = convention
         self.task = task
         #: Decisions taken before a resume, kept at the head of the log.
         self.approvals_before: list[Any] = []
@@ -636,7 +643,7 @@ class _Run:
             error=state.error,
             duration_s=time.perf_counter() - self.start,
             model=self.agent.model.name,
-            convention=self.agent.convention.name,
+            convention=self.convention.name,
         )
         gate = self.dispatcher.gate
         if gate is not None:

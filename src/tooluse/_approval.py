@@ -206,6 +206,8 @@ class Paused:
     answered: tuple[Answered, ...] = ()
     denied: dict[str, str] = field(default_factory=dict)
     provenance: dict[str, Any] | None = None
+    #: The stop was inside a plan (`code` holds it; `done` its calls that had ended).
+    plan: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -220,6 +222,7 @@ class Paused:
             "answered": [a.to_dict() for a in self.answered],
             "denied": dict(self.denied),
             "provenance": self.provenance,
+            "plan": self.plan,
         }
 
     @classmethod
@@ -239,6 +242,7 @@ class Paused:
             answered=tuple(Answered.from_dict(a) for a in data.get("answered", ())),
             denied=dict(data.get("denied", {})),
             provenance=data.get("provenance"),
+            plan=bool(data.get("plan", False)),
         )
 
 

@@ -32,7 +32,9 @@ subpackage named beside it.
     │   └── MCPCallError           the server answered a call with a protocol error
     └── InvalidCallError           a call as the model wrote it cannot be used
         ├── ArgumentsError         its arguments are not a JSON object (tooluse.tools)
-        └── CallSyntaxError        text does not read as calls (tooluse.conventions)
+        ├── CallSyntaxError        text does not read as calls (tooluse.conventions)
+        ├── PlanError              a plan cannot run as written (tooluse.conventions)
+        └── PlanEvaluationError    a plan's expression failed while it ran (tooluse.conventions)
 
 Outside the tree, on purpose, because they are signals rather than failures:
 

@@ -21,11 +21,13 @@ from typing import Any
 from ._approval import ApprovalRequest, Paused
 from ._exceptions import ModelError
 from ._messages import Message, ToolCall, Usage
+from ._plans import PlanRun, call_key, run_plan
 from ._records import Answered, CallRecord, Outcome, ScriptRecord
 from ._result import RunStatus, RunUsage
 from ._tokens import count_tokens
 from .context._window import ContextWindow
-from .conventions import Answer, Calls, Convention, Prepared, Retry, Script
+from .conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
+from .conventions._plan import PlanProgram
 from .models import ModelRequest, ModelResponse, ToolChoice
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow"]
@@ -40,6 +42,7 @@ class AskModel:
 class RunCalls:
     calls: Sequence[ToolCall]
     round: int
+    source: str = "json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,12 +294,80 @@ def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Eff
     return True
 
 
-def _resume(state: RunState, paused: Paused, config: LoopConfig) -> Generator[Effect, Any, bool]:
-    """Finish the turn or script a run was paused in; False if the run stops again."""
+def _plan_turn(
+    state: RunState,
+    task: str,
+    program: PlanProgram,
+    plan_id: str,
+    *,
+    round_: int,
+    earlier: Sequence[Outcome] = (),
+) -> Generator[Effect, Any, bool]:
+    """Run a plan, wave after wave, in one round; False if it paused for approval."""
+    done = {o.id: o for o in earlier}
+    previous = {
+        call_key(c.name, c.arguments): c for c in state.calls if c.source == "plan" and c.ok
+    }
+    runner = run_plan(
+        program, plan_id, reuse=lambda name, args: previous.get(call_key(name, args)), earlier=done
+    )
+    try:
+        wave = next(runner)
+        while True:
+            wave = runner.send((yield RunCalls(wave, round_, source="plan")))
+    except StopIteration as stop:
+        run: PlanRun = stop.value
+    _record_outcomes(state, run.outcomes)
+    if run.pending:
+        ended = (*done, *(o.id for o in run.outcomes))
+        paused = Paused(task, round_, done=ended, script_id=plan_id, code=program.code, plan=True)
+        _pause(state, run.pending, paused)
+        return False
+    report = run.report()
+    state.add(Message("tool", report, tool_call_id=plan_id, name="plan", is_error=not run.ok))
+    if state.tracing:
+        state.emit(
+            {
+                "event": "plan",
+                "id": plan_id,
+                "round": round_,
+                "code": program.code,
+                "ok": run.ok,
+                "steps": [
+                    {"name": s.name, "line": s.line, "status": s.status, "error": s.error}
+                    for s in run.steps
+                ],
+                "content": report,
+            }
+        )
+    return True
+
+
+def _resume(
+    state: RunState, paused: Paused, config: LoopConfig, convention: Convention
+) -> Generator[Effect, Any, bool]:
+    """Finish the turn, script or plan a run was paused in; False if the run stops again."""
     if state.tracing:
         state.emit({"event": "resumed", "round": paused.round})
     awaited = [p.key for p in state.pending]
     state.pending = []
+    if paused.plan and paused.script_id is not None:
+        action = convention.interpret(ModelResponse(content=f"```plan\n{paused.code}```"))
+        if not isinstance(action, Plan):
+            state.status = "error"
+            state.error = "the paused plan can no longer be read by this agent's convention"
+            return False
+        finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
+        return (
+            yield from _plan_turn(
+                state,
+                paused.task,
+                action.program,
+                paused.script_id,
+                round_=paused.round,
+                earlier=[finished[i] for i in paused.done if i in finished],
+            )
+        )
     if paused.script_id is None:
         finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
         earlier = [finished[i] for i in paused.done if i in finished]
@@ -392,7 +463,7 @@ def agent_flow(
     first = 1
     if paused is not None:
         state.paused = None
-        if not (yield from _resume(state, paused, config)):
+        if not (yield from _resume(state, paused, config, convention)):
             return
         first = paused.round + 1
     else:
@@ -488,6 +559,11 @@ def _rounds(
             script_id = f"script_{len(state.scripts) + 1}"
             effect = RunScript(script_id, action.code, round_, action.repairs)
             if not (yield from _script_turn(state, task, effect)):
+                return
+            continue
+        if isinstance(action, Plan):
+            plan_id = f"plan_{round_}"  # one plan a round: unique in the run
+            if not (yield from _plan_turn(state, task, action.program, plan_id, round_=round_)):
                 return
             continue
         if not isinstance(action, Calls):

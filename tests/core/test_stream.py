@@ -97,6 +97,11 @@ REPLIES: dict[str, list[Any]] = {
         "print(get_exchange_rate('USD', 'GBP'))\n```",
         "100 USD is 92 EUR or 79 GBP.",
     ],
+    "plan": [
+        "```plan\neur = get_exchange_rate(base='USD', target='EUR')\n"
+        "gbp = get_exchange_rate(base='USD', target='GBP')\n```",
+        "100 USD is 92 EUR or 79 GBP.",
+    ],
 }
 
 
@@ -125,7 +130,7 @@ def _agent(convention: str, sandbox: Sandbox, *, chunk: int | None = 5, **option
     return Agent(model, [get_exchange_rate], convention=chosen, sandbox=sandbox, **options)
 
 
-@pytest.mark.parametrize("convention", ["json", "text", "code", "react"])
+@pytest.mark.parametrize("convention", ["json", "text", "code", "react", "plan"])
 async def test_the_streamed_result_is_the_result_run_returns(
     convention: str, sandbox: Sandbox, tmp_path: Path
 ) -> None:

@@ -33,12 +33,16 @@ ModelOption = Annotated[
     ),
 ]
 ConventionsOption = Annotated[
-    str, typer.Option("--conventions", help="Comma-separated: json, code, text.")
+    str,
+    typer.Option("--conventions", help="Comma-separated: json, code, text, plan, auto."),
 ]
 CostConventionsOption = Annotated[
     str,
     typer.Option(
-        "--conventions", help="Comma-separated: json, code (the two the cost model compares)."
+        "--conventions",
+        help="Comma-separated: json, code (the two the cost model compares), and plan. "
+        "With all three, the fitted lines are stored as the model's profile for "
+        "--conventions auto.",
     ),
 ]
 OutOption = Annotated[
@@ -179,6 +183,12 @@ def _bench(
     if suite == "costmodel":
         for line in cost_table(this_model):
             err.print(line, highlight=False)
+        from ..eval._profile import fit_profile, save_profile
+
+        profile = fit_profile(this_model, config.label)
+        if profile is not None and set(profile.conventions()) == {"json", "code", "plan"}:
+            for path in save_profile(profile, out):
+                err.print(f"wrote the profile for --conventions auto: {path}")
     err.print(f"wrote {bench.results}, {summary}" + (f" and {len(plots)} plots" if plots else ""))
 
 

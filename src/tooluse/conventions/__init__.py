@@ -1,24 +1,34 @@
 """Calling conventions: how tools are shown to a model and how replies are read."""
 
-from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry, Script
+from ._auto import AutoConvention, Profile
+from ._base import Answer, Calls, Convention, Interpretation, Plan, Prepared, Retry, Script
 from ._code import CodeConvention, extract_script
 from ._json import JsonConvention
+from ._plan import PlanConvention, PlanError, parse_plan
+from ._plan_eval import PlanEvaluationError
 from ._text import CallSyntaxError, TextConvention, parse_python_calls
 
 __all__ = [
     "Answer",
+    "AutoConvention",
     "CallSyntaxError",
     "Calls",
     "CodeConvention",
     "Convention",
     "Interpretation",
     "JsonConvention",
+    "Plan",
+    "PlanConvention",
+    "PlanError",
+    "PlanEvaluationError",
     "Prepared",
+    "Profile",
     "Retry",
     "Script",
     "TextConvention",
     "extract_script",
     "get_convention",
+    "parse_plan",
     "parse_python_calls",
 ]
 
@@ -31,6 +41,8 @@ def get_convention(name: str | Convention) -> Convention:
         "json": JsonConvention,
         "code": CodeConvention,
         "text": TextConvention,
+        "plan": PlanConvention,
+        "auto": AutoConvention,
     }
     try:
         return conventions[name]()

@@ -5,12 +5,26 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .._messages import ToolCall
 from ..models import ModelResponse, ReplyFormat, ToolChoice
 from ..tools import Caller, Tool, Toolbox
 
-__all__ = ["Answer", "Calls", "Convention", "Interpretation", "Prepared", "Retry", "Script"]
+if TYPE_CHECKING:
+    from .._expect import Expect
+    from ._plan import PlanProgram
+
+__all__ = [
+    "Answer",
+    "Calls",
+    "Convention",
+    "Interpretation",
+    "Plan",
+    "Prepared",
+    "Retry",
+    "Script",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +69,14 @@ class Script:
     repairs: Sequence[str] = field(default_factory=tuple)
 
 
-Interpretation = Answer | Calls | Retry | Script
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The model sent a plan: every call at once, later ones using earlier results."""
+
+    program: PlanProgram
+
+
+Interpretation = Answer | Calls | Retry | Script | Plan
 
 
 class Convention(ABC):
@@ -71,6 +92,12 @@ class Convention(ABC):
     #: Who calls the tools under this convention: the model, or a script it writes.
     #: Tools whose ``callers`` leave it out are not shown.
     caller: Caller = "model"
+    #: Why this convention runs, when another chose it (`AutoConvention`).
+    chosen_by: str | None = None
+
+    def for_run(self, task: str, expect: Sequence[Expect], *, model: str = "") -> Convention:
+        """The convention that runs `task`: this one, unless it chooses per run."""
+        return self
 
     @abstractmethod
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import Agent, Message, RunResult
+from .. import Agent, Expect, Message, RunResult
 from ..conventions import Convention, Interpretation, Prepared, Retry, get_convention
 from ..conventions._text import describe_tools
 from ..models import Model, ModelResponse
@@ -48,7 +48,23 @@ class _Counting(Convention):
         self.inner = inner
         self.name = inner.name
         self.native_tools = inner.native_tools
-        self.retries = 0
+        self.caller = inner.caller
+        self.chosen_by = inner.chosen_by
+        self._retries = 0
+        #: What a choosing convention chose, run after run.
+        self.chosen: list[_Counting] = []
+
+    @property
+    def retries(self) -> int:
+        return self._retries + sum(c.retries for c in self.chosen)
+
+    def for_run(self, task: str, expect: Sequence[Expect], *, model: str = "") -> Convention:
+        chosen = self.inner.for_run(task, expect, model=model)
+        if chosen is self.inner:
+            return self
+        counting = _Counting(chosen)
+        self.chosen.append(counting)
+        return counting
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         return self.inner.prepare(tools, system_prompt)
@@ -56,7 +72,7 @@ class _Counting(Convention):
     def interpret(self, response: ModelResponse) -> Interpretation:
         action = self.inner.interpret(response)
         if isinstance(action, Retry):
-            self.retries += 1
+            self._retries += 1
         return action
 
 

@@ -4,7 +4,9 @@ In the JSON convention it sends the truth as native tool calls, one assistant
 message per step (independent calls together, dependent ones in turn); in the
 text convention it sends the same steps written as BFCL's Python call lists,
 ``[get_stock(sku='A1'), get_stock(sku='B2')]``; in the code convention it
-sends one canonical script per turn, written against the stub module's names.
+sends one canonical script per turn, written against the stub module's names;
+in the plan convention, one plan per turn (the task's own, with placeholders,
+or its steps as literal calls).
 A harness whose scorers are right gives it 100%, and its token counts are the
 harness's own costs with no model noise in them.
 """
@@ -25,6 +27,7 @@ from ._task import Call, OracleTurn, Setup, Task
 __all__ = [
     "OracleModel",
     "call_expression",
+    "literal_plan",
     "oracle_for",
     "python_calls",
     "python_literal",
@@ -54,6 +57,10 @@ def _replies(turns: Sequence[OracleTurn], convention: str) -> list[Mapping[str, 
         if convention == "code":
             if turn.script is not None:
                 replies.append({"content": f"```python\n{turn.script}```"})
+        elif convention == "plan":
+            plan = turn.plan if turn.plan is not None else literal_plan(turn.steps)
+            if plan is not None:
+                replies.append({"content": f"```plan\n{plan}```"})
         elif convention == "text":
             replies.extend({"content": python_calls(step)} for step in turn.steps)
         else:
@@ -75,6 +82,20 @@ def _replies(turns: Sequence[OracleTurn], convention: str) -> list[Mapping[str, 
                 )
         replies.append({"content": turn.answer})
     return replies
+
+
+def literal_plan(steps: Sequence[Sequence[Call]]) -> str | None:
+    """The steps as a plan of literal calls, ``s1 = get_stock(sku='A1')``; None if none.
+
+    The plan's result is the last call's value, or the list of every call's.
+    """
+    calls = [call for step in steps for call in step]
+    if not calls:
+        return None
+    lines = [f"s{i} = {python_calls([call])[1:-1]}" for i, call in enumerate(calls, 1)]
+    if len(calls) > 1:
+        lines.append(f"result = [{', '.join(f's{i}' for i in range(1, len(calls) + 1))}]")
+    return "\n".join(lines) + "\n"
 
 
 def python_calls(calls: Sequence[Call]) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import RunResult, UsageError
+from ..conventions import get_convention
 from ..models import Model, resolve_model
 from ..sandbox import Sandbox
 from ._driver import CallPolicy, Transcript, run_setup
@@ -54,11 +55,11 @@ __all__ = [
 
 ORACLE = "oracle"
 RESULTS = "results.jsonl"
-CONVENTIONS = ("json", "code", "text")
+CONVENTIONS = ("json", "code", "text", "plan", "auto")
 # What runs unless asked otherwise: the two the cost model compares.
 DEFAULT_CONVENTIONS = ("json", "code")
 # The cost model's equations compare JSON calling with programmatic calling.
-_COSTMODEL_CONVENTIONS = ("json", "code")
+_COSTMODEL_CONVENTIONS = ("json", "code", "plan")
 
 _STATUS_ORDER = ("cancelled", "error", "max_rounds", "cycle", "truncated", "completed")
 
@@ -153,6 +154,11 @@ class _Context:
 
     def model_for(self, task: Task, setup: Setup, convention: str) -> Model:
         if self._model is None:
+            if convention == "auto":
+                # The oracle answers in what auto will choose for the task as it is posed.
+                last = setup.turns[-1].text if setup.turns else ""
+                chosen = get_convention("auto").for_run(last, setup.expect, model=ORACLE)
+                convention = chosen.name
             return oracle_for(task, convention, setup)
         return self._model
 
@@ -233,7 +239,7 @@ async def _run_entry(task: Task, convention: str, context: _Context) -> Row:
     try:
         setup = task.setup()
         model = context.model_for(task, setup, convention)
-        sandbox = context.sandbox() if convention == "code" else None
+        sandbox = context.sandbox() if convention in ("code", "auto") else None
         transcript = await run_setup(task, setup, model, convention, sandbox, calls=context.calls)
     except BenchDataError as exc:
         row.error = f"data: {exc}"

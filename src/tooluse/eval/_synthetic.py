@@ -191,7 +191,12 @@ class FanoutTask(Task):
                 '[{"sku": sku} for sku in skus])\n'
                 "print(sum(stock))\n"
             )
-            return [OracleTurn(steps=[[listing], stock], script=script, answer=answer)]
+            plan = (
+                f"skus = {lister.function}(category={catalog.category!r})\n"
+                f"stock = [{get_stock}(sku=sku) for sku in skus]\n"
+                "total = sum(stock)\n"
+            )
+            return [OracleTurn(steps=[[listing], stock], script=script, answer=answer, plan=plan)]
         script = (
             f"import {MODULE}\n\n"
             f"skus = {list(catalog.skus)!r}\n"
@@ -199,7 +204,12 @@ class FanoutTask(Task):
             '[{"sku": sku} for sku in skus])\n'
             "print(sum(stock))\n"
         )
-        return [OracleTurn(steps=[stock], script=script, answer=answer)]
+        plan = (
+            f"skus = {list(catalog.skus)!r}\n"
+            f"stock = [{get_stock}(sku=sku) for sku in skus]\n"
+            "total = sum(stock)\n"
+        )
+        return [OracleTurn(steps=[stock], script=script, answer=answer, plan=plan)]
 
     def score(self, setup: Setup, runs: Sequence[RunResult]) -> Score:
         run = runs[-1]
@@ -322,11 +332,16 @@ class ChainTask(Task):
                 f"e{step} = {MODULE}.{signature.function}(email=e{step - 1}['manager_email'])"
             )
         lines.append(f"print(e{len(calls)}['manager_email'])")
+        plan = [f"e1 = {call_expression(calls[0], signature).removeprefix(MODULE + '.')}"]
+        for step in range(2, len(calls) + 1):
+            plan.append(f"e{step} = {signature.function}(email=e{step - 1}['manager_email'])")
+        plan.append(f"boss = e{len(calls)}['manager_email']")
         target = self.emails[-1]
         return [
             OracleTurn(
                 steps=[[call] for call in calls],
                 script="\n".join(lines) + "\n",
+                plan="\n".join(plan) + "\n",
                 answer=f"{self.width} levels above {self.emails[0]} is {target}.",
             )
         ]

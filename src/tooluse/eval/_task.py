@@ -65,13 +65,15 @@ class OracleTurn:
 
     `steps` are the assistant messages of the JSON and text conventions, each a
     list of calls made at once; `script` is the code convention's one script
-    (None when the turn needs no tool); `answer` is the final text in every
-    convention.
+    (None when the turn needs no tool); `plan` is the plan convention's (None:
+    the steps written as a plan of literal calls); `answer` is the final text
+    in every convention.
     """
 
     steps: Sequence[Sequence[Call]]
     script: str | None
     answer: str
+    plan: str | None = None
 
 
 @dataclass(slots=True)
