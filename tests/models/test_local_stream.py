@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from tooluse._messages import Message
 from tooluse.decoding import CALL_OPEN
 from tooluse.models import CallDelta, Delta, LocalModel, ModelRequest, TextDelta
-from tooluse.models._local_stream import DecodeStopped, Prose, TokenText
+from tooluse.models._local_stream import Prose, TokenText
 from tooluse.tools import tool
 
 
@@ -104,5 +105,5 @@ def test_token_text_joins_a_character_split_over_tokens_and_stops_when_asked() -
     feed([3])
     assert out == ["ét", "é"]
     stop.set()
-    with pytest.raises(DecodeStopped):
+    with pytest.raises(asyncio.CancelledError):
         feed([3])

@@ -208,7 +208,7 @@ class LocalModel(Model):
         """`respond` without an event loop (decoding holds the model's lock).
 
         `on_text` is given the reply's text as it is decoded; setting `stop`
-        ends the decoding (with `DecodeStopped`).
+        ends the decoding (with `asyncio.CancelledError`).
         """
         engine = _engine(str(self.path), self.n_ctx, self.threads)
         grammar = self.grammar_for(request)

@@ -10,24 +10,25 @@ reply's content.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import threading
 from collections.abc import Callable, Sequence
 
 from ..decoding import CALL_OPEN
 
-__all__ = ["DecodeStopped", "Prose", "TokenText"]
+__all__ = ["Prose", "TokenText"]
 
 #: What a call frame starts with, in any frame `read_calls` reads.
 _OPENERS = (CALL_OPEN, "```")
 
 
-class DecodeStopped(Exception):
-    """Raised into the decode loop when the stream it feeds was cancelled."""
-
-
 class TokenText:
-    """Token ids to text as they are decoded; stops the decoding once `stop` is set."""
+    """Token ids to text as they are decoded.
+
+    Once `stop` is set (the stream it feeds was cancelled), the next batch raises
+    `asyncio.CancelledError` into the decode loop, which ends it.
+    """
 
     def __init__(
         self,
@@ -42,7 +43,7 @@ class TokenText:
 
     def __call__(self, tokens: Sequence[int]) -> None:
         if self._stop.is_set():
-            raise DecodeStopped
+            raise asyncio.CancelledError
         text = self._decoder.decode(b"".join(self._piece(t) for t in tokens))
         if text:
             self._emit(text)
