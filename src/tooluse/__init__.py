@@ -24,18 +24,38 @@ from ._messages import Message, ToolCall, Usage
 from ._records import CallRecord, RejectedCall
 from ._result import RunResult, RunStatus, RunUsage
 from ._scripts import ScriptRun, arun_script, run_script
+from ._stream import (
+    ApprovalEvent,
+    CallEndEvent,
+    CallStartEvent,
+    ContextEvent,
+    DoneEvent,
+    RoundEndEvent,
+    RunStream,
+    ScriptEndEvent,
+    ScriptOutputEvent,
+    ScriptStartEvent,
+    StreamEvent,
+    SyncRunStream,
+    TextEvent,
+)
 from ._trace import JsonlTrace, read_trace
 from .tools import Tool, Toolbox, tool
 
 __all__ = [
     "Agent",
     "Approval",
+    "ApprovalEvent",
     "ApprovalPolicy",
     "ApprovalRecord",
     "ApprovalRequest",
+    "CallEndEvent",
     "CallRecord",
+    "CallStartEvent",
+    "ContextEvent",
     "DirectRun",
     "Dispatcher",
+    "DoneEvent",
     "Expect",
     "InvalidCallError",
     "JsonlTrace",
@@ -53,10 +73,18 @@ __all__ = [
     "ProvenancePolicy",
     "RejectedCall",
     "ResumeError",
+    "RoundEndEvent",
     "RunResult",
     "RunStatus",
+    "RunStream",
     "RunUsage",
+    "ScriptEndEvent",
+    "ScriptOutputEvent",
     "ScriptRun",
+    "ScriptStartEvent",
+    "StreamEvent",
+    "SyncRunStream",
+    "TextEvent",
     "Tool",
     "ToolCall",
     "ToolDefinitionError",

@@ -30,6 +30,7 @@ from ._provenance import Provenance
 from ._result import RunResult
 from ._scripts import ScriptRunner
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
+from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
 from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
 from .context._store import ContextStore
@@ -267,6 +268,49 @@ class Agent:
             raise
         return run.end()
 
+    def stream(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+    ) -> RunStream:
+        """Run `task` as `arun` does, giving its events as they happen.
+
+        ``async for event in agent.stream(task)``: each event has a ``kind``
+        (``text``, ``call_start``, ``call_end``, ``script_start``,
+        ``script_output``, ``script_end``, ``context``, ``approval``,
+        ``round_end``), and the last, ``done``, carries the `RunResult` that
+        `run` returns for the same replies. Leaving the loop early or
+        cancelling the task stops the run; its result, status ``cancelled``,
+        is `RunStream.result` (``await stream.aclose()`` waits for it).
+        """
+        return open_stream(self, self._open(task, expect), task, history)
+
+    def stream_sync(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+    ) -> SyncRunStream:
+        """`stream` for code without an event loop: ``for event in agent.stream_sync(task)``.
+
+        Leaving the loop early stops the run (`SyncRunStream.close` returns its
+        result); Ctrl-C ends the events with a ``done`` whose result has status
+        ``cancelled``, as `run` returns one.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UsageError(
+                "Agent.stream_sync() was called inside a running event loop; use Agent.stream()"
+            )
+        run = self._open(task, expect)
+        return SyncRunStream(open_stream(self, run, task, history, paced=True))
+
     def resume(
         self,
         result: RunResult,
@@ -455,6 +499,7 @@ class Agent:
         history: Sequence[Message],
         *,
         paused: Paused | None = None,
+        hooks: StreamHooks | None = None,
     ) -> None:
         """Drive the loop until it ends; a cancellation or Ctrl-C passes through."""
         state = run.state
@@ -486,7 +531,7 @@ class Agent:
                 history=history,
                 paused=paused,
             )
-            await self._drive(flow, run.dispatcher, run.tools)
+            await self._drive(flow, run.dispatcher, run.tools, hooks)
         except Exception as exc:
             # The host never crashes on a run: whatever broke, the state so far is kept.
             state.status = "error"
@@ -494,8 +539,14 @@ class Agent:
             run.emit({"event": "internal_error", "traceback": traceback.format_exc()})
         run.played = True
 
-    async def _drive(self, flow: Any, dispatcher: Dispatcher, tools: Toolbox | None = None) -> None:
-        """Answer the loop's effects until it finishes."""
+    async def _drive(
+        self,
+        flow: Any,
+        dispatcher: Dispatcher,
+        tools: Toolbox | None = None,
+        hooks: StreamHooks | None = None,
+    ) -> None:
+        """Answer the loop's effects until it finishes; `hooks` see each one (streaming)."""
         tools = tools if tools is not None else self.tools
         runner: ScriptRunner | None = None
         effect = next(flow)
@@ -503,19 +554,28 @@ class Agent:
             try:
                 if isinstance(effect, AskModel):
                     try:
-                        reply: Any = await self.model.respond(effect.request)
+                        if hooks is None:
+                            reply: Any = await self.model.respond(effect.request)
+                        else:
+                            reply = await hooks.ask(self.model, effect.request)
                     except ModelError as exc:
                         effect = flow.throw(exc)
                         continue
                 elif isinstance(effect, RunCalls):
+                    if hooks is not None:
+                        await hooks.calls_started(effect)
                     reply = await dispatcher.run(
                         effect.calls, round_=effect.round, source=effect.source
                     )
+                    if hooks is not None:
+                        hooks.calls_ended(effect.round, reply)
                 elif isinstance(effect, RunScript):
                     if runner is None:
                         runner = ScriptRunner(
                             tools, dispatcher, self.sandbox(), timeout=self.script_timeout
                         )
+                    if hooks is not None:
+                        await hooks.script_started(effect)
                     reply = await runner.run(
                         effect.code,
                         script_id=effect.id,
@@ -523,11 +583,16 @@ class Agent:
                         repairs=effect.repairs,
                         replay=effect.replay,
                         awaited=effect.awaited,
+                        on_output=None if hooks is None else hooks.script_output,
                     )
+                    if hooks is not None:
+                        hooks.script_ended(effect, reply)
                 else:
                     raise TypeError(f"unknown effect {effect!r}")
                 effect = flow.send(reply)
             except StopIteration:
+                if hooks is not None:
+                    hooks.finished()
                 return
 
 

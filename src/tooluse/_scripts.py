@@ -123,6 +123,7 @@ class ScriptRunner:
         repairs: Sequence[str] = (),
         replay: Sequence[Answered] = (),
         awaited: Sequence[str] = (),
+        on_output: Callable[[str], None] | None = None,
     ) -> tuple[ScriptRecord, list[Outcome | ApprovalRequest], list[Answered]]:
         """Run ``code``: its record, the outcome of every call, and what it was answered.
 
@@ -131,7 +132,8 @@ class ScriptRunner:
         the order it made them, as the third item (empty otherwise). ``replay``
         answers the first calls as a paused run of the script was answered;
         ``awaited`` are the keys of the calls that run stopped at: one arriving
-        out of the replay's order does not end the replay.
+        out of the replay's order does not end the replay. ``on_output`` is
+        given the script's stdout as it prints it.
         """
         outcomes: list[Outcome | ApprovalRequest] = []
         numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
@@ -228,6 +230,7 @@ class ScriptRunner:
                 direct=direct,
                 timeout=self.timeout,
                 module_name=self.module,
+                on_output=on_output,
             )
         )
         pause.execution = execution

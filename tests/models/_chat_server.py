@@ -1,7 +1,8 @@
 """A scriptable chat-completions server on loopback, for backend tests.
 
 Each test queues the replies it wants (status, JSON or raw body, headers,
-delay) and afterwards reads what the client actually sent.
+delay, or a `Stream` of server-sent events) and afterwards reads what the
+client actually sent.
 """
 
 from __future__ import annotations
@@ -23,6 +24,24 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A streamed answer: each bytes item is sent as one chunk of a chunked body
+    (`sse` builds one event), each float is a pause in seconds. With `cut`, the
+    connection is closed without ending the body, as a dropped connection does."""
+
+    items: list[bytes | float]
+    status: int = 200
+    cut: bool = False
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    """One server-sent event; `data` is sent as JSON unless it is str."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event is not None else ""
+    return f"{head}data: {text}\n\n".encode()
 
 
 @dataclass(frozen=True)
@@ -91,7 +110,7 @@ class ChatServer:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self.fallback: Reply = _UNSCRIPTED
-        self._replies: deque[Reply] = deque()
+        self._replies: deque[Reply | Stream] = deque()
         self._lock = threading.Lock()
         # Set on stop so that replies sleeping out a delay end at once.
         self._stopping = threading.Event()
@@ -111,11 +130,13 @@ class ChatServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def enqueue(self, *replies: Reply | dict[str, Any]) -> None:
+    def enqueue(self, *replies: Reply | Stream | dict[str, Any]) -> None:
         """Queue replies; a plain dict is a 200 with that JSON body."""
         with self._lock:
             for reply in replies:
-                self._replies.append(reply if isinstance(reply, Reply) else Reply(body=reply))
+                self._replies.append(
+                    reply if isinstance(reply, Reply | Stream) else Reply(body=reply)
+                )
 
     def start(self) -> ChatServer:
         self._thread.start()
@@ -127,7 +148,7 @@ class ChatServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def _next(self, received: Received) -> Reply:
+    def _next(self, received: Received) -> Reply | Stream:
         with self._lock:
             self.requests.append(received)
             return self._replies.popleft() if self._replies else self.fallback
@@ -148,6 +169,9 @@ class ChatServer:
                     at=time.monotonic(),
                 )
                 reply = server._next(received)
+                if isinstance(reply, Stream):
+                    self._stream(reply)
+                    return
                 if reply.delay and server._stopping.wait(reply.delay):
                     return
                 if isinstance(reply.body, bytes):
@@ -164,6 +188,27 @@ class ChatServer:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     # The client gave up first (a timeout test); nothing to answer.
+                    pass
+
+            def _stream(self, reply: Stream) -> None:
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for item in reply.items:
+                        if isinstance(item, float):
+                            if server._stopping.wait(item):
+                                break
+                            continue
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(item), item))
+                        self.wfile.flush()
+                    if reply.cut or server._stopping.is_set():
+                        self.close_connection = True
+                        return
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
                     pass
 
             def log_message(self, format: str, *args: Any) -> None:

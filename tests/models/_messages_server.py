@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._chat_server import ChatServer, Received, Reply
+from ._chat_server import ChatServer, Received, Reply, Stream
 
 __all__ = [
     "MessagesServer",
@@ -73,7 +73,7 @@ class MessagesServer(ChatServer):
         # The SDK adds /v1/messages itself.
         return f"http://127.0.0.1:{self.port}"
 
-    def _next(self, received: Received) -> Reply:
+    def _next(self, received: Received) -> Reply | Stream:
         problem = check_request(received)
         if problem is None:
             return super()._next(received)

@@ -34,6 +34,7 @@ from ..models._spec import resolve_model
 from ..tools import Tool
 from ._bench import bench_app
 from ._lint import lint_command
+from ._live import LiveView
 from ._mcp import mcp_app
 from ._models import models_app
 from ._sim import sim_app
@@ -224,9 +225,9 @@ def _decide(request: ApprovalRequest) -> bool | dict[str, Any]:
             err.print(f"[red]not JSON: {escape(str(exc))}[/]")
 
 
-def _run_asking(agent: Agent, task: str) -> RunResult:
-    """Run `task`, asking on the terminal about each call the policy defers."""
-    result = agent.run(task)
+def _run_asking(agent: Agent, task: str, live: LiveView | None = None) -> RunResult:
+    """Run `task` (streamed with `live`), asking on the terminal about each deferred call."""
+    result = live.run(agent, task) if live is not None else agent.run(task)
     while result.status == "needs_approval":
         decisions = {request.call_id: _decide(request) for request in result.pending}
         result = agent.resume(result, decisions)
@@ -307,12 +308,29 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         bool, typer.Option("--json", help="Print the whole RunResult as JSON.")
     ] = False,
     approve: Annotated[str, typer.Option("--approve", help=_APPROVE_HELP)] = "none",
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Show the model's text, each call and a script's output as they happen, "
+            "or only each call once its round is done.",
+        ),
+    ] = True,
 ) -> None:
     """Run TASK with an agent and print its answer."""
     policy = _policy(approve)
     toolbox = gather_tools(ctx, tools, mcp or [])
     backend = resolve_model(model, base_url=base_url)
+    live = LiveView(err, _render_event) if stream and not as_json else None
     render = None if as_json else _render_event
+    if live is not None:
+
+        def render(event: dict[str, Any]) -> None:
+            # Streamed, calls and scripts are drawn from the stream; the loop's notes to
+            # the model, and a resumed run (not streamed), from the trace.
+            if not live.streaming or event.get("event") == "feedback":
+                _render_event(event)
+
     writer = _open_trace(trace) if trace is not None else None
     agent = Agent(
         backend,
@@ -327,7 +345,7 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     )
     try:
         with agent:
-            result = _run_asking(agent, task)
+            result = _run_asking(agent, task, live)
     finally:
         if writer is not None:
             writer.close()

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._base import Model, ModelRequest, ModelResponse, ReplyFormat, ToolChoice
+from ._base import (
+    CallDelta,
+    Delta,
+    DeltaSink,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ReplyFormat,
+    TextDelta,
+    ToolChoice,
+)
 from ._download import ModelDownloadError, ModelFileError
 from ._scripted import ScriptedModel
 from ._spec import resolve_model
@@ -16,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnthropicChat",
+    "CallDelta",
+    "Delta",
+    "DeltaSink",
     "LocalModel",
     "Model",
     "ModelDownloadError",
@@ -25,6 +38,7 @@ __all__ = [
     "OpenAIChat",
     "ReplyFormat",
     "ScriptedModel",
+    "TextDelta",
     "ToolChoice",
     "resolve_model",
 ]

@@ -30,10 +30,21 @@ from typing import Any
 
 import anthropic
 
-from .._exceptions import ModelError, ModelResponseError, ModelServerError, UsageError
+try:  # the transport under the SDK: httpx2 in recent releases, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - older SDKs
+    import httpx as _http  # type: ignore[no-redef]
+
+from .._exceptions import (
+    ModelError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelServerError,
+    UsageError,
+)
 from .._messages import Message, ToolCall, Usage
 from ..tools._render import to_anthropic
-from ._base import Model, ModelRequest, ModelResponse
+from ._base import CallDelta, Delta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
     Failure,
     RetryPolicy,
@@ -143,6 +154,86 @@ class AnthropicChat(Model):
         self._responses += 1
         return self._read(body)
 
+    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
+        """`respond`, streamed: text and ``input_json_delta`` pieces passed on as they arrive.
+
+        The read timeout applies between events. An ``error`` event, a broken
+        connection or a stall before any piece was passed on is retried as
+        `respond` retries; after, it raises at once (what was passed on cannot
+        be taken back), saying how far the stream got.
+        """
+        if self._closed:
+            raise UsageError(f"{self.name} was closed; create a new model to send requests")
+        params = self._params(request)
+        params["stream"] = True
+        passed = 0
+
+        def pass_on(delta: Delta) -> None:
+            nonlocal passed
+            passed += 1
+            on_delta(delta)
+
+        def give_up(failure: Failure, reading: _EventReader) -> _Classified:
+            if not passed:
+                return _Classified(failure)
+            return _Classified(
+                Failure(
+                    ModelResponseError,
+                    f"the stream from {self.base_url} broke {reading.where()}: "
+                    f"{failure.message}; its pieces were already passed on, so it was "
+                    "not retried",
+                )
+            )
+
+        async def attempt() -> dict[str, Any]:
+            reading = _EventReader(pass_on)
+            stream = await self._client.messages.create(**params)
+            try:
+                async for event in stream:
+                    reading.add(event)
+            except anthropic.APIStatusError as exc:
+                # An ``error`` event: the SDK raises it with the stream's own status (200).
+                failure = (
+                    _event_failure(exc, self.base_url)
+                    if exc.status_code == 200
+                    else self._failure(exc)
+                )
+                raise give_up(failure, reading) from exc
+            except _http.TimeoutException as exc:
+                failure = timed_out(
+                    self.base_url, self.timeout, "long replies may need a larger timeout=..."
+                )
+                if passed:
+                    failure = Failure(failure.kind, f"nothing arrived for {self.timeout:g} s")
+                raise give_up(failure, reading) from exc
+            except _http.TransportError as exc:
+                failure = unreachable(self.base_url, exc)
+                if passed:
+                    failure = Failure(failure.kind, f"the connection was lost ({exc})")
+                else:
+                    failure = Failure(failure.kind, f"{self.base_url} broke the stream: {exc}")
+                raise give_up(failure, reading) from exc
+            except json.JSONDecodeError as exc:
+                raise ModelResponseError(
+                    f"{self.base_url} sent a stream event that is not JSON "
+                    f"({exc.msg}): {exc.doc[:200]!r}"
+                ) from exc
+            finally:
+                await stream.close()
+            return reading.body(self.model)
+
+        data = await with_retries(
+            attempt,
+            catch=anthropic.AnthropicError,
+            classify=self._stream_failure,
+            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
+        )
+        self._responses += 1
+        return self._read(json.dumps(data).encode())
+
+    def _stream_failure(self, exc: anthropic.AnthropicError) -> Failure:
+        return exc.failure if isinstance(exc, _Classified) else self._failure(exc)
+
     async def aclose(self) -> None:
         """Close the HTTP client, unless it was passed in; the model is unusable after."""
         self._closed = True
@@ -242,6 +333,117 @@ class AnthropicChat(Model):
         if isinstance(exc, anthropic.APIStatusError):
             return _status_failure(exc, server)
         return Failure(ModelError, f"the anthropic client failed: {exc}")
+
+
+# --- streaming ------------------------------------------------------------------------
+
+
+class _Classified(anthropic.AnthropicError):
+    """A failure of a stream, already judged (retry or not, what to say)."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def _event_failure(exc: anthropic.APIStatusError, server: str) -> Failure:
+    """An ``error`` event in the stream, judged as the same error in a status line would be."""
+    body = exc.body if isinstance(exc.body, Mapping) else {}
+    error = body.get("error") if isinstance(body.get("error"), Mapping) else {}
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    said = server_message(error) or str(exc.message)
+    message = f"{server} sent an error event ({kind or 'unknown'}: {said})"
+    if kind in ("overloaded_error", "api_error"):
+        return Failure(ModelServerError, message, "try again later, or raise max_retries")
+    if kind == "rate_limit_error":
+        return Failure(ModelRateLimitError, message)
+    return Failure(ModelResponseError, message)
+
+
+class _EventReader:
+    """Assembles Messages API stream events into the message body they stream."""
+
+    def __init__(self, on_delta: DeltaSink) -> None:
+        self._on_delta = on_delta
+        self._message: dict[str, Any] = {}
+        self._usage: dict[str, Any] = {}
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._json: dict[int, list[str]] = {}
+        #: The place of each tool_use block among the reply's calls.
+        self._call_index: dict[int, int] = {}
+        self._stop: Any = None
+        self.events = 0
+
+    def add(self, event: Any) -> None:
+        self.events += 1
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            message = event.message
+            self._message = {"id": message.id, "model": message.model}
+            self._absorb_usage(message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block.model_dump()
+            self._blocks[event.index] = block
+            if block.get("type") == "text" and block.get("text"):
+                self._on_delta(TextDelta(block["text"]))
+            elif block.get("type") == "tool_use":
+                place = self._call_index[event.index] = len(self._call_index)
+                self._json[event.index] = []
+                self._on_delta(CallDelta(place, block.get("id"), block.get("name")))
+        elif kind == "content_block_delta":
+            self._delta(event.index, event.delta)
+        elif kind == "message_delta":
+            self._stop = getattr(event.delta, "stop_reason", None)
+            self._absorb_usage(getattr(event, "usage", None))
+
+    def _delta(self, index: int, delta: Any) -> None:
+        block = self._blocks.setdefault(index, {"type": "text", "text": ""})
+        kind = getattr(delta, "type", None)
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.text
+            self._on_delta(TextDelta(delta.text))
+        elif kind == "input_json_delta":
+            self._json.setdefault(index, []).append(delta.partial_json)
+            if index in self._call_index and delta.partial_json:
+                self._on_delta(CallDelta(self._call_index[index], arguments=delta.partial_json))
+
+    def _absorb_usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        raw = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+        self._usage.update({k: v for k, v in raw.items() if isinstance(v, int)})
+
+    def where(self) -> str:
+        """How far the stream got, for an error message."""
+        for index in reversed(self._call_index):
+            if self._stop is None:
+                size = sum(len(p) for p in self._json.get(index, ()))
+                name = self._blocks[index].get("name")
+                return (
+                    f"after {self.events} events, in the arguments of a call to {name} "
+                    f"({size} characters received)"
+                )
+        return f"after {self.events} events"
+
+    def body(self, model: str) -> dict[str, Any]:
+        content = []
+        for index, streamed in sorted(self._blocks.items()):
+            block = dict(streamed)
+            text = "".join(self._json.get(index, ()))
+            if block.get("type") == "tool_use" and text.strip():
+                try:
+                    block["input"] = json.loads(text)
+                except json.JSONDecodeError:
+                    block["input"] = text  # kept as written; the convention reports it
+            content.append(block)
+        return {
+            "type": "message",
+            "role": "assistant",
+            "model": self._message.get("model") or model,
+            "content": content,
+            "stop_reason": self._stop,
+            "usage": self._usage,
+        }
 
 
 # --- messages -------------------------------------------------------------------------

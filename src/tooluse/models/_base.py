@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._messages import Message, ToolCall, Usage
 from ..tools import Tool
 
-__all__ = ["Model", "ModelRequest", "ModelResponse", "ReplyFormat", "ToolChoice"]
+__all__ = [
+    "CallDelta",
+    "Delta",
+    "DeltaSink",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ReplyFormat",
+    "TextDelta",
+    "ToolChoice",
+]
 
 ToolChoice = Literal["auto", "none", "required"] | str
 """``auto``, ``none``, ``required``, or the name of the one tool to call."""
@@ -58,6 +68,31 @@ class ModelResponse:
     raw: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the reply's text, as the backend received or decoded it."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallDelta:
+    """A piece of the reply's `index`-th tool call.
+
+    The first piece of a call carries its name (and its id, where the wire has
+    one); later pieces carry more of the argument text.
+    """
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+Delta = TextDelta | CallDelta
+DeltaSink = Callable[[Delta], None]
+
+
 class Model(ABC):
     """A language model backend.
 
@@ -71,6 +106,20 @@ class Model(ABC):
     @abstractmethod
     async def respond(self, request: ModelRequest) -> ModelResponse:
         """Return the model's next message for `request`."""
+
+    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
+        """Return what `respond` returns, handing each piece to `on_delta` as it arrives.
+
+        The pieces joined are the response's text and calls; the response is
+        the one `respond` would give for the same reply. Backends that cannot
+        stream hand over the whole reply as one piece once it is complete.
+        """
+        response = await self.respond(request)
+        if response.content:
+            on_delta(TextDelta(response.content))
+        for index, call in enumerate(response.tool_calls):
+            on_delta(CallDelta(index, call.id, call.name, call.arguments))
+        return response
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections or processes the backend holds."""

@@ -27,7 +27,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -51,9 +51,10 @@ from ..decoding import (
     python_calls_grammar,
     to_gbnf,
 )
-from ._base import Model, ModelRequest, ModelResponse
+from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
+from ._local_stream import Prose, TokenText
 
 __all__ = ["LocalModel", "default_model_path", "tools_block"]
 
@@ -167,8 +168,48 @@ class LocalModel(Model):
     async def respond(self, request: ModelRequest) -> ModelResponse:
         return await asyncio.to_thread(self.respond_sync, request)
 
-    def respond_sync(self, request: ModelRequest) -> ModelResponse:
-        """`respond` without an event loop (decoding holds the model's lock)."""
+    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
+        """`respond`, passing on the text as the decode loop makes it, under a grammar too.
+
+        Where calls are read out of the text (a request with tools), the prose
+        before a call is passed on as it comes and the calls once read; under
+        llama.cpp's GBNF fallback the reply comes in one piece. Cancelled, the
+        decoding stops at its next token.
+        """
+        loop = asyncio.get_running_loop()
+        calls_in_text = bool(request.tools) and request.tool_choice != "none"
+        prose = Prose(lambda text: on_delta(TextDelta(text)))
+        stop = threading.Event()
+
+        def emit(text: str) -> None:
+            if calls_in_text:
+                loop.call_soon_threadsafe(prose.feed, text)
+            else:
+                loop.call_soon_threadsafe(on_delta, TextDelta(text))
+
+        try:
+            response = await asyncio.to_thread(self.respond_sync, request, emit, stop)
+        except BaseException:
+            stop.set()
+            raise
+        await asyncio.sleep(0)  # the pieces the worker scheduled come first
+        if calls_in_text:
+            prose.finish(response.content)
+            for index, call in enumerate(response.tool_calls):
+                on_delta(CallDelta(index, call.id, call.name, call.arguments))
+        return response
+
+    def respond_sync(
+        self,
+        request: ModelRequest,
+        on_text: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> ModelResponse:
+        """`respond` without an event loop (decoding holds the model's lock).
+
+        `on_text` is given the reply's text as it is decoded; setting `stop`
+        ends the decoding (with `asyncio.CancelledError`).
+        """
         engine = _engine(str(self.path), self.n_ctx, self.threads)
         grammar = self.grammar_for(request)
         prompt = engine.template.render(request)
@@ -181,6 +222,8 @@ class LocalModel(Model):
                 text, n_out, finish, stats = engine.decode_gbnf(
                     prompt, gbnf, max_tokens, temperature
                 )
+                if on_text is not None and text:
+                    on_text(text)
             else:
                 if grammar is not None:
                     mask = engine.compiler().mask(grammar)
@@ -192,6 +235,9 @@ class LocalModel(Model):
                     self._rng,
                     repeat_penalty=self.repeat_penalty,
                     max_run=self.max_run,
+                    on_tokens=None
+                    if on_text is None
+                    else TokenText(engine.token_bytes, on_text, stop or threading.Event()),
                 )
                 text, n_out = engine.detokenize(tokens), len(tokens)
         self.last_stats = stats
@@ -382,6 +428,13 @@ class _Engine:
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self.llm.detokenize(list(tokens)).decode("utf-8", "replace")
 
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes of one token as `detokenize` writes it."""
+        if token in self.eog:
+            return b""
+        piece: bytes = self.llm.detokenize([token])
+        return piece
+
     def _tokenize(self, prompt: str) -> tuple[list[int], int]:
         """The prompt's tokens and the room left after them; an error if there is none."""
         tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
@@ -402,12 +455,14 @@ class _Engine:
         *,
         repeat_penalty: float = 1.0,
         max_run: int | None = None,
+        on_tokens: Callable[[Sequence[int]], None] | None = None,
     ) -> tuple[list[int], str, DecodeStats]:
         """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats.
 
         `repeat_penalty` scales down the logits of the tokens among the last
         `_REPEAT_WINDOW` (prompt and output), as llama.cpp's sampler does; see
-        `_loop_continuation` for `max_run`.
+        `_loop_continuation` for `max_run`. `on_tokens` is given each batch of
+        tokens as it joins the output.
         """
         started = time.perf_counter()
         llm = self.llm
@@ -425,6 +480,8 @@ class _Engine:
                     mask.consume(forced)
                     out.extend(forced)
                     stats.forced_tokens += len(forced)
+                    if on_tokens is not None:
+                        on_tokens(forced)
                     if mask.done:
                         finish = "stop"
                         break
@@ -441,6 +498,8 @@ class _Engine:
                 break
             stats.sampled_tokens += 1
             out.append(token)
+            if on_tokens is not None:
+                on_tokens((token,))
             if mask is not None and (mask.error or mask.done):
                 finish = "stop"
                 break

@@ -6,16 +6,22 @@ llama.cpp's server and most hosted gateways.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import openai
 
+try:  # the transport under the SDK: httpx2 in recent releases, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - older SDKs
+    import httpx as _http  # type: ignore[no-redef]
+
 from .._exceptions import ModelError, ModelResponseError, UsageError
 from .._messages import ToolCall, Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
-from ._base import Model, ModelRequest, ModelResponse
+from ._base import CallDelta, Delta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
     Failure,
     RetryPolicy,
@@ -125,6 +131,91 @@ class OpenAIChat(Model):
             ]
         return response
 
+    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
+        """`respond`, with ``stream=True``: text and call pieces passed on as they arrive.
+
+        Call arguments are assembled from their pieces and usage is read from
+        the final chunk (``stream_options.include_usage``). The read timeout
+        applies between chunks. A failure before any piece was passed on is
+        retried as `respond` retries; after, it raises at once (what was passed
+        on cannot be taken back), saying how far the stream got.
+        """
+        if self._closed:
+            raise UsageError(f"{self.name} was closed; create a new model to send requests")
+        params, names = self._params(request)
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
+        ours = {wire: name for name, wire in names.items()}
+        passed = 0
+
+        def pass_on(delta: Delta) -> None:
+            nonlocal passed
+            passed += 1
+            on_delta(delta)
+
+        async def attempt() -> dict[str, Any]:
+            reading = _ChunkReader(ours, pass_on)
+            # The wire read as is: the SDK's typed chunk objects cost more per token than
+            # everything else here together.
+            opened = self._client.chat.completions.with_streaming_response.create(**params)
+            async with opened as response:
+                try:
+                    done = False
+                    async for data in _sse_data(response.iter_lines()):
+                        # Read on after [DONE] to the body's end, so the connection is reused.
+                        done = done or data == "[DONE]"
+                        if not done:
+                            reading.add(_chunk(data, self.base_url))
+                except _http.TimeoutException as exc:
+                    failed: openai.OpenAIError = openai.APITimeoutError(
+                        request=response.http_request
+                    )
+                    failed.__cause__ = exc
+                except _http.TransportError as exc:
+                    failed = openai.APIConnectionError(request=response.http_request)
+                    failed.__cause__ = exc
+                except _StreamError as exc:
+                    failed = exc
+                else:
+                    return reading.body(self.model)
+            if passed:
+                raise _StreamCut(self._cut_reason(failed), reading.where()) from failed
+            raise failed
+
+        body = await with_retries(
+            attempt,
+            catch=openai.OpenAIError,
+            classify=self._stream_failure,
+            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
+        )
+        self._responses += 1
+        response = self._read(json.dumps(body).encode())
+        if ours:
+            response.tool_calls = [
+                ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
+            ]
+        return response
+
+    def _stream_failure(self, exc: openai.OpenAIError) -> Failure:
+        if isinstance(exc, _StreamError):
+            return Failure(ModelResponseError, str(exc))
+        if isinstance(exc, _StreamCut):
+            return Failure(
+                ModelResponseError,
+                f"the stream from {self.base_url} broke {exc.where}: {exc.reason}; "
+                "its pieces were already passed on, so it was not retried",
+            )
+        return self._failure(exc)
+
+    def _cut_reason(self, exc: openai.OpenAIError) -> str:
+        if isinstance(exc, _StreamError):
+            return str(exc)
+        if isinstance(exc, openai.APITimeoutError):
+            return f"nothing arrived for {self.timeout:g} s (the timeout)"
+        if isinstance(exc, openai.APIConnectionError):
+            return f"the connection was lost ({exc.__cause__ or exc})"
+        return self._failure(exc).message
+
     async def aclose(self) -> None:
         """Close the HTTP client, unless it was passed in; the model is unusable after."""
         self._closed = True
@@ -231,6 +322,159 @@ class OpenAIChat(Model):
                 not_found_hint="check the model name, and base_url (it usually ends in /v1)",
             )
         return Failure(ModelError, f"the openai client failed: {exc}")
+
+
+class _StreamCut(openai.OpenAIError):
+    """A stream that failed after some of it was passed on: not to be retried."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where
+
+
+class _StreamError(openai.OpenAIError):
+    """The stream said something wrong: an error object, or a chunk that is not JSON."""
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The ``data`` of each server-sent event (its lines joined), as events end."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+def _chunk(data: str, server: str) -> Mapping[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise _StreamError(
+            f"{server} sent a stream chunk that is not JSON ({exc.msg}): {data[:200]!r}"
+        ) from None
+    if not isinstance(chunk, Mapping):
+        raise _StreamError(f"{server} sent a stream chunk that is not an object: {data[:200]!r}")
+    if chunk.get("error"):
+        said = server_message(chunk["error"]) or excerpt(data.encode())
+        raise _StreamError(f"{server} sent an error in the stream: {said}")
+    return chunk
+
+
+class _ChunkReader:
+    """Assembles chat.completion.chunk objects into the chat.completion body they stream."""
+
+    def __init__(self, names: Mapping[str, str], on_delta: DeltaSink) -> None:
+        self._names = names
+        self._on_delta = on_delta
+        self._text: list[str] | None = None
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+        self._usage: Any = None
+        self._model: str | None = None
+        self.chunks = 0
+
+    def add(self, chunk: Mapping[str, Any]) -> None:
+        self.chunks += 1
+        model = chunk.get("model")
+        if isinstance(model, str) and model:
+            self._model = model
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self._usage = usage
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if not isinstance(choice, Mapping) or choice.get("index", 0) not in (0, None):
+                continue
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
+                self._finish = finish
+            delta = choice.get("delta")
+            if not isinstance(delta, Mapping):
+                continue
+            text = delta.get("content")
+            if isinstance(text, str):
+                if self._text is None:
+                    self._text = []
+                if text:
+                    self._text.append(text)
+                    self._on_delta(TextDelta(text))
+            pieces = delta.get("tool_calls")
+            if isinstance(pieces, list):
+                for piece in pieces:
+                    if isinstance(piece, Mapping):
+                        self._add_call(piece)
+
+    def _add_call(self, piece: Mapping[str, Any]) -> None:
+        index = piece.get("index")
+        if not isinstance(index, int):
+            index = len(self._calls)
+        function = piece.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = function.get("name")
+        arguments = function.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else ""
+        call_id = piece.get("id")
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = {"id": None, "name": "", "arguments": [], "told": False}
+        if isinstance(call_id, str) and call_id:
+            call["id"] = call_id
+        if isinstance(name, str) and name:
+            call["name"] += name
+        if arguments:
+            call["arguments"].append(arguments)
+        if not call["told"] and call["name"]:
+            call["told"] = True
+            told = "".join(call["arguments"])
+            name = self._names.get(call["name"], call["name"])
+            self._on_delta(CallDelta(index, call["id"], name, told))
+        elif call["told"] and arguments:
+            self._on_delta(CallDelta(index, arguments=arguments))
+
+    def where(self) -> str:
+        """How far the stream got, for an error message."""
+        open_calls = [c for c in self._calls.values() if c["name"]]
+        if open_calls and self._finish is None:
+            last = open_calls[-1]
+            name = self._names.get(last["name"], last["name"])
+            size = sum(len(a) for a in last["arguments"])
+            return (
+                f"after {self.chunks} chunks, in the arguments of a call to {name} "
+                f"({size} characters received)"
+            )
+        return f"after {self.chunks} chunks"
+
+    def body(self, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None if self._text is None else "".join(self._text),
+        }
+        if self._calls:
+            message["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": "".join(call["arguments"])},
+                }
+                for _, call in sorted(self._calls.items())
+            ]
+        body: dict[str, Any] = {
+            "object": "chat.completion",
+            "model": self._model or model,
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish}],
+        }
+        if self._usage is not None:
+            body["usage"] = self._usage
+        return body
 
 
 _WIRE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

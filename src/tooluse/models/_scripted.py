@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 from .._exceptions import ModelResponseError, UsageError
 from .._messages import Message, Usage, parse_openai_message
-from ._base import Model, ModelRequest, ModelResponse
+from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 
 __all__ = ["ScriptedModel"]
 
@@ -26,6 +27,10 @@ class ScriptedModel(Model):
     (``{"input_tokens": .., "output_tokens": ..}``) is reported as provider
     usage. `requests` keeps every `ModelRequest` received, so tests can assert
     what the model was shown.
+
+    Streamed (`respond_stream`), a reply's text and each call's arguments are
+    handed over in pieces of `chunk` characters (the whole at once if None),
+    with a turn of the event loop between pieces, as a network would give them.
     """
 
     def __init__(
@@ -33,8 +38,12 @@ class ScriptedModel(Model):
         script: Sequence[Mapping[str, Any] | str] | Responder,
         *,
         name: str = "scripted",
+        chunk: int | None = None,
     ) -> None:
+        if chunk is not None and chunk < 1:
+            raise UsageError(f"chunk must be at least 1 character, not {chunk}")
         self.name = name
+        self.chunk = chunk
         self._responder: Responder | None = None
         self._queue: list[Mapping[str, Any] | str] = []
         if callable(script):
@@ -85,6 +94,28 @@ class ScriptedModel(Model):
             item = self._queue[self._position]
             self._position += 1
         return _to_response(item, self.name, index=len(self.requests))
+
+    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
+        response = await self.respond(request)
+        if self.chunk is None:  # the whole reply at once, as a backend that cannot stream
+            if response.content:
+                on_delta(TextDelta(response.content))
+            for index, call in enumerate(response.tool_calls):
+                on_delta(CallDelta(index, call.id, call.name, call.arguments))
+            return response
+        for piece in _pieces(response.content or "", self.chunk):
+            on_delta(TextDelta(piece))
+            await asyncio.sleep(0)
+        for index, call in enumerate(response.tool_calls):
+            on_delta(CallDelta(index, call.id, call.name))
+            for piece in _pieces(call.arguments, self.chunk):
+                on_delta(CallDelta(index, arguments=piece))
+                await asyncio.sleep(0)
+        return response
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _to_response(item: Mapping[str, Any] | str, name: str, *, index: int) -> ModelResponse:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import inspect
 import itertools
 import os
@@ -58,8 +59,11 @@ class Execution:
         module_name: str,
         limits: SandboxLimits,
         max_calls: int | None,
+        on_output: Callable[[str], None] | None = None,
     ) -> None:
         self._sandbox = sandbox
+        self._on_stdout = on_output
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._job_id = job_id
         self._script = script
         self._tools = {spec.name: spec for spec in tools}
@@ -129,7 +133,13 @@ class Execution:
                 os.close(fd)
 
         pipes = [
-            _Pipe(out_read, self._stdout, self._on_output, "stdout"),
+            _Pipe(
+                out_read,
+                self._stdout,
+                self._on_output,
+                "stdout",
+                listen=None if self._on_stdout is None else self._pass_stdout,
+            ),
             _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
         loop = asyncio.get_running_loop()
@@ -409,6 +419,14 @@ class Execution:
     def _on_oversized(self) -> None:
         self._stop("output", "a tool call from the script exceeded 32 MiB")
 
+    def _pass_stdout(self, data: bytes) -> None:
+        text = self._decoder.decode(data)
+        if text and self._on_stdout is not None:
+            try:
+                self._on_stdout(text)
+            except Exception:  # a listener never changes how the script runs
+                self._on_stdout = None
+
     def _on_output(self, capture: OutputCapture, stream: str) -> None:
         if capture.total > self._flood_bytes and self._stop_reason is None:
             self._stop(
@@ -559,8 +577,11 @@ class _Pipe:
         capture: OutputCapture,
         on_data: Callable[[OutputCapture, str], None],
         stream: str,
+        *,
+        listen: Callable[[bytes], None] | None = None,
     ) -> None:
         self._fd = fd
+        self._listen = listen
         self._capture = capture
         self._on_data = on_data
         self._stream = stream
@@ -585,6 +606,8 @@ class _Pipe:
                 self.eof.set_result(None)
                 return
             self._capture.feed(data)
+            if self._listen is not None:
+                self._listen(data)
             self._on_data(self._capture, self._stream)
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeAlias
@@ -166,6 +166,7 @@ class Sandbox:
         timeout: float = 10.0,
         module_name: str = "tools",
         max_calls: int | Literal["default"] | None = "default",
+        on_output: Callable[[str], None] | None = None,
     ) -> ExecResult:
         """Run ``script`` and return what it printed and how it ended.
 
@@ -186,6 +187,8 @@ class Sandbox:
             timeout: wall-clock seconds before the script is killed.
             module_name: the name the script imports the tools under.
             max_calls: overrides ``limits.max_calls`` for this script.
+            on_output: given the script's stdout as it arrives, on the event loop (all
+                of it, even past the output limit; a listener that raises is dropped).
         """
         if not module_name.isidentifier():
             raise UsageError(f"module_name {module_name!r} is not an identifier")
@@ -206,6 +209,7 @@ class Sandbox:
             module_name=module_name,
             limits=self.limits,
             max_calls=self.limits.max_calls if max_calls == "default" else max_calls,
+            on_output=on_output,
         )
         return await execution.run()
 

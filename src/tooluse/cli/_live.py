@@ -1,0 +1,99 @@
+"""`tooluse run` as it happens: the events of `Agent.stream_sync` drawn on the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+
+from .._agent import Agent
+from .._records import CallRecord, RejectedCall
+from .._result import RunResult
+from .._stream import (
+    ApprovalEvent,
+    CallEndEvent,
+    CallStartEvent,
+    ContextEvent,
+    ScriptEndEvent,
+    ScriptOutputEvent,
+    ScriptStartEvent,
+    StreamEvent,
+    TextEvent,
+)
+
+__all__ = ["LiveView"]
+
+
+class LiveView:
+    """Draws a streamed run on `console`: the model's text as it comes, each call as it
+    starts and ends, a script's code and then its output line by line.
+
+    Ended calls are drawn by `render_record` (given the record as its trace event), so
+    they look as they do without streaming.
+    """
+
+    def __init__(self, console: Console, render_record: Callable[[dict[str, Any]], None]) -> None:
+        self.console = console
+        self.render_record = render_record
+        self._in_text = False
+        self._shown: set[str] = set()
+        #: Whether a streamed run is being drawn (a resumed run after it is not streamed).
+        self.streaming = False
+
+    def run(self, agent: Agent, task: str) -> RunResult:
+        """Run `task` streamed; Ctrl-C stops it and returns what was done (status cancelled)."""
+        events = agent.stream_sync(task)
+        self.streaming = True
+        try:
+            for event in events:
+                self.show(event)
+        except KeyboardInterrupt:
+            pass  # pressed while an event was drawn rather than while the run ran
+        finally:
+            self.streaming = False
+        self._end_text()
+        result = events.close()
+        # Stopped by Ctrl-C, the run may have ended calls the screen never got to.
+        records: list[CallRecord | RejectedCall] = [*result.calls, *result.rejected]
+        for record in records:
+            if record.id not in self._shown:
+                kind = "call" if isinstance(record, CallRecord) else "rejected"
+                self.render_record({"event": kind, **record.to_dict()})
+        return result
+
+    def show(self, event: StreamEvent) -> None:
+        if isinstance(event, TextEvent):
+            self.console.print(event.text, end="", style="dim", markup=False, highlight=False)
+            self._in_text = True
+            return
+        self._end_text()
+        if isinstance(event, CallStartEvent):
+            self.console.print(f"[cyan]… {escape(event.name)}[/]")
+        elif isinstance(event, CallEndEvent):
+            self._shown.add(event.record.id)
+            kind = "call" if isinstance(event.record, CallRecord) else "rejected"
+            self.render_record({"event": kind, **event.record.to_dict()})
+        elif isinstance(event, ScriptStartEvent):
+            self.console.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
+        elif isinstance(event, ScriptOutputEvent):
+            self.console.print(f"[dim]│[/] {escape(event.line)}", highlight=False)
+        elif isinstance(event, ScriptEndEvent) and event.record is not None:
+            record = event.record
+            colour = "green" if record.status == "ok" else "red"
+            self.console.print(f"[{colour}]▶ {record.id}: {record.status}, {record.calls} calls[/]")
+            if record.error:
+                self.console.print(escape(record.error))
+        elif isinstance(event, ContextEvent):
+            ids = ", ".join(event.ids) or "-"
+            self.console.print(f"[blue]⇢ context {event.action} by the {event.by}[/]: {ids}")
+        elif isinstance(event, ApprovalEvent):
+            names = ", ".join(sorted({r.tool for r in event.requests}))
+            self.console.print(f"[yellow]⏸ waiting for approval[/]: {escape(names)}")
+
+    def _end_text(self) -> None:
+        if self._in_text:
+            self.console.print()
+            self._in_text = False
