@@ -584,6 +584,7 @@ class Agent:
                         replay=effect.replay,
                         awaited=effect.awaited,
                         on_output=None if hooks is None else hooks.script_output,
+                        on_call=None if hooks is None else hooks.script_call,
                     )
                     if hooks is not None:
                         hooks.script_ended(effect, reply)

@@ -124,6 +124,7 @@ class ScriptRunner:
         replay: Sequence[Answered] = (),
         awaited: Sequence[str] = (),
         on_output: Callable[[str], None] | None = None,
+        on_call: Callable[[str, str, Outcome | None], None] | None = None,
     ) -> tuple[ScriptRecord, list[Outcome | ApprovalRequest], list[Answered]]:
         """Run ``code``: its record, the outcome of every call, and what it was answered.
 
@@ -133,7 +134,10 @@ class ScriptRunner:
         answers the first calls as a paused run of the script was answered;
         ``awaited`` are the keys of the calls that run stopped at: one arriving
         out of the replay's order does not end the replay. ``on_output`` is
-        given the script's stdout as it prints it.
+        given the script's stdout as it prints it; ``on_call(id, tool, None)`` is
+        told of each call as it starts and ``on_call(id, tool, outcome)`` as it
+        ends (replayed calls are not told). Both may be called from the sandbox's
+        channel thread.
         """
         outcomes: list[Outcome | ApprovalRequest] = []
         numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
@@ -164,6 +168,8 @@ class ScriptRunner:
                     )
                     return answer
             sent[call_id] = (tool_name, schema_arguments)
+            if on_call is not None:
+                on_call(call_id, tool_name, None)
             outcome = self.dispatcher.call_nowait(
                 tool_name,
                 schema_arguments,
@@ -189,6 +195,8 @@ class ScriptRunner:
             def take_id() -> str:
                 call_id = next_id()
                 sent[call_id] = (tool_name, arguments)
+                if on_call is not None:
+                    on_call(call_id, tool_name, None)
                 return call_id
 
             outcome = self.dispatcher.call_direct(
@@ -218,6 +226,8 @@ class ScriptRunner:
 
         def reply(outcome: Outcome) -> ToolReply:
             outcomes.append(outcome)
+            if on_call is not None:
+                on_call(outcome.id, outcome.name, outcome)
             answer = _reply(outcome)
             answered[outcome.id] = answer
             return answer

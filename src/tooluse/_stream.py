@@ -199,6 +199,11 @@ class StreamHooks:
         self._started_ids: set[str] = set()
         self._script = ""
         self._line = ""
+        #: The current script's calls: how many started, and which ended as events.
+        self._script_calls = 0
+        self._ended_live: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
 
     # --- the model --------------------------------------------------------------------
 
@@ -257,6 +262,10 @@ class StreamHooks:
     async def script_started(self, effect: RunScript) -> None:
         self._script = effect.id
         self._line = ""
+        self._script_calls = 0
+        self._ended_live = set()
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._put(ScriptStartEvent(effect.id, effect.code, effect.round))
         if self._drained is not None:
             await self._drained()
@@ -267,12 +276,33 @@ class StreamHooks:
         for line in lines:
             self._put(ScriptOutputEvent(self._script, line))
 
+    def script_call(self, call_id: str, name: str, outcome: Outcome | None) -> None:
+        """A call a script made starts (`outcome` None) or ends; from any thread."""
+        round_ = self._round
+        if outcome is None:
+            events: list[StreamEvent] = [CallStartEvent(call_id, name, round_, self._script_calls)]
+            self._script_calls += 1
+        else:
+            self._ended_live.add(call_id)
+            events = []
+
+        def emit() -> None:
+            if outcome is None:
+                self._put(events[0])
+            else:
+                self.calls_ended(round_, [outcome])
+
+        if self._loop is None or threading.get_ident() == self._loop_thread:
+            emit()
+        else:
+            self._loop.call_soon_threadsafe(emit)
+
     def script_ended(self, effect: RunScript, reply: Any) -> None:
         if self._line:
             self._put(ScriptOutputEvent(effect.id, self._line))
             self._line = ""
         record, outcomes, _answered = reply
-        self.calls_ended(effect.round, outcomes)
+        self.calls_ended(effect.round, [o for o in outcomes if _id_of(o) not in self._ended_live])
         paused = any(isinstance(o, ApprovalRequest) for o in outcomes)
         self._put(ScriptEndEvent(effect.id, None if paused else record, effect.round))
 
@@ -293,6 +323,10 @@ class StreamHooks:
         rounds = self._state.usage.rounds
         usage = rounds[self._usage_at] if len(rounds) > self._usage_at else None
         self._put(RoundEndEvent(self._round, usage))
+
+
+def _id_of(outcome: Outcome | ApprovalRequest) -> str:
+    return outcome.call_id if isinstance(outcome, ApprovalRequest) else outcome.id
 
 
 def _ids(arguments: dict[str, Any]) -> tuple[str, ...]:
