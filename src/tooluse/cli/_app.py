@@ -278,8 +278,10 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     convention: Annotated[
         str,
         typer.Option(
-            help="json (native function calling), code (one Python script) "
-            "or text (calls written as text, for models without native calling)."
+            help="json (native function calling), code (one Python script), "
+            "text (calls written as text, for models without native calling), "
+            "plan (every call at once, later ones using earlier results) "
+            "or auto (json, code or plan, chosen from the cost model)."
         ),
     ] = "json",
     max_rounds: Annotated[int, typer.Option(min=1, help="Model requests at most.")] = 10,
