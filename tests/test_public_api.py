@@ -28,6 +28,7 @@ def test_top_level_exports() -> None:
             "CallEndEvent",
             "ApprovalEvent",
             "Approval",
+            "FREE_TEXT",
             "ApprovalPolicy",
             "ApprovalRecord",
             "ApprovalRequest",

@@ -21,6 +21,7 @@ from ._exceptions import (
 )
 from ._expect import Expect
 from ._messages import Message, ToolCall, Usage
+from ._provenance import FREE_TEXT
 from ._records import CallRecord, RejectedCall
 from ._result import RunResult, RunStatus, RunUsage
 from ._scripts import ScriptRun, arun_script, run_script
@@ -43,6 +44,7 @@ from ._trace import JsonlTrace, read_trace
 from .tools import Tool, Toolbox, tool
 
 __all__ = [
+    "FREE_TEXT",
     "Agent",
     "Approval",
     "ApprovalEvent",

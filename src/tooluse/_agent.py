@@ -8,7 +8,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._approval import (
     Approval,
@@ -28,6 +28,7 @@ from ._messages import Message
 from ._otel import check_otel, otel_enabled, otel_sink
 from ._provenance import Provenance
 from ._result import RunResult
+from ._scope import AllowInScope, ask_scope, check_scope
 from ._scripts import ScriptRunner
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
@@ -85,6 +86,11 @@ class Agent:
             ``"provenance"`` (a `ProvenancePolicy` that denies a side-effecting
             call whose arguments only untrusted tool results supplied). None runs
             every valid call. See `resume` for a deferred call.
+        scope: the tools with side effects a run may call, fixed before it reads
+            anything: an iterable of tool names, or ``"ask"`` to have the
+            model name them from the task alone, in one request before the
+            first round. A call to any other tool with side effects is denied,
+            in JSON, plans and scripts alike. None: no limit. See `tooluse._scope`.
         tool_search: ``always`` defers the toolbox: the model starts with the
             ``always_loaded`` tools and a search tool (``tool_search(query,
             top_k=5)``; ``tools.search(query)`` in scripts) that loads the tools
@@ -126,12 +132,16 @@ class Agent:
         tool_search: SearchMode | None = None,
         always_loaded: Iterable[str] = (),
         otel: bool | TracerProvider | None = None,
+        scope: Literal["ask"] | Iterable[str] | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
         self.approval = as_policy(approval)
         self.model = model
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.scope: Literal["ask"] | frozenset[str] | None = (
+            scope if scope is None or scope == "ask" else check_scope(scope, self.tools)
+        )
         self.convention = get_convention(convention)
         self.system_prompt = system_prompt
         if tool_choice not in (None, "auto", "none", "required") and tool_choice not in self.tools:
@@ -398,6 +408,7 @@ class Agent:
         state.rejected.extend(result.rejected)
         state.scripts.extend(result.scripts)
         state.usage.rounds.extend(result.usage.rounds)
+        state.usage.asides.extend(result.usage.asides)
         state.rounds = result.rounds
         state.pending = list(result.pending)
         run.approvals_before = list(result.approvals)
@@ -426,12 +437,16 @@ class Agent:
             if self.context.agent_tools:
                 tools = self.tools.merged(Toolbox(window.tools()))
         gate: Gate | None = None
-        if self.approval is not None:
-            gate = Gate(self.approval, task=task)
+        if self.approval is not None or self.scope is not None:
+            gate = Gate(self.approval or AllowInScope(), task=task)
+            if isinstance(self.scope, frozenset):
+                gate.scope = self.scope
             if paused is not None:
                 gate.remember_denials(paused.denied)
                 if paused.provenance is not None and gate.provenance is not None:
                     gate.provenance = Provenance.from_dict(paused.provenance)
+                if paused.scope is not None:
+                    gate.scope = frozenset(paused.scope)
             elif gate.provenance is not None and self.system_prompt:
                 gate.provenance.trust(self.system_prompt)
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
@@ -488,6 +503,7 @@ class Agent:
                 "convention": convention.name,
                 **({"chosen_by": convention.chosen_by} if convention.chosen_by else {}),
                 "tools": tools.names,
+                **({"scope": sorted(gate.scope)} if gate is not None and gate.scope else {}),
             }
         )
         return run
@@ -520,6 +536,8 @@ class Agent:
             said = [*history, *state.messages]
             run.searching.load(c.name for m in said for c in m.tool_calls if c.name in self.tools)
         try:
+            if gate is not None and self.scope == "ask" and paused is None:
+                await self._ask_scope(run, gate, task)
             shown = (run.shown or run.tools).callable_by(run.convention.caller)
             prepared = run.convention.prepare(shown, run.system_prompt)
             flow = agent_flow(
@@ -538,6 +556,23 @@ class Agent:
             state.error = f"{type(exc).__name__}: {exc}"
             run.emit({"event": "internal_error", "traceback": traceback.format_exc()})
         run.played = True
+
+    async def _ask_scope(self, run: _Run, gate: Gate, task: str) -> None:
+        """Fix the run's scope from the model's answer, before it has read anything."""
+        asked = await ask_scope(
+            self.model, task, list(run.tools), self.system_prompt, count=self.config.count_tokens
+        )
+        gate.scope = asked.scope
+        run.state.usage.asides.append(asked.usage)
+        run.emit(
+            {
+                "event": "scope",
+                "tools": sorted(asked.scope),
+                "by": "model",
+                **({"problem": asked.problem} if asked.problem else {}),
+                "usage": asked.usage.to_dict(),
+            }
+        )
 
     async def _drive(
         self,
@@ -723,9 +758,11 @@ class _Run:
         gate = self.dispatcher.gate
         if gate is not None:
             result.approvals = [*self.approvals_before, *gate.log]
+            result.scope = tuple(sorted(gate.scope)) if gate.scope is not None else None
         if state.status == "needs_approval" and state.paused is not None and gate is not None:
             result.pending = list(state.pending)
             state.paused.denied = gate.denied
+            state.paused.scope = result.scope
             if gate.provenance is not None:
                 state.paused.provenance = gate.provenance.to_dict()
             result.paused = state.paused

@@ -28,13 +28,13 @@ import hashlib
 import inspect
 import json
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._exceptions import UsageError
 from ._messages import Message, ToolCall
-from ._provenance import MIN_CHARS, Provenance
+from ._provenance import FREE_TEXT, MIN_CHARS, Provenance, Selections
 from ._records import Answered, CallRecord
 from .tools import Caller, Tool
 
@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 Decision = Literal["allow", "deny", "defer"]
+#: Who took a decision (see `ApprovalRecord.by`).
+DecidedBy = Literal["policy", "decision", "memory", "failure", "scope"]
 #: Which calls a policy is asked about.
 Asks = Literal["side_effects", "all"]
 
@@ -152,9 +154,10 @@ class ApprovalRecord:
     arguments: dict[str, Any]
     caller: Caller
     decision: Decision
-    by: Literal["policy", "decision", "memory", "failure"]
+    by: DecidedBy
     """``policy`` asked now; ``decision`` given at resume; ``memory`` the same call
-    was denied before; ``failure`` the policy raised, timed out or answered wrongly."""
+    was denied before; ``failure`` the policy raised, timed out or answered wrongly;
+    ``scope`` the tool is outside the run's scope (the policy was not asked)."""
     reason: str | None = None
     error: str | None = None
     """What went wrong while asking, for ``failure``."""
@@ -191,8 +194,8 @@ class Paused:
 
     A turn of JSON calls keeps all its calls and which of them had ended; a
     script keeps its code and what it had been answered (see `ScriptRunner`).
-    ``denied`` and ``provenance`` are the approval step's memory, so a resumed
-    run, in this process or another, decides as the paused one would have.
+    ``denied``, ``provenance`` and ``scope`` are the approval step's memory, so a
+    resumed run, in this process or another, decides as the paused one would have.
     """
 
     task: str
@@ -208,6 +211,8 @@ class Paused:
     provenance: dict[str, Any] | None = None
     #: The stop was inside a plan (`code` holds it; `done` its calls that had ended).
     plan: bool = False
+    #: The run's scope (`tooluse._scope`), kept so a resumed run is held to it.
+    scope: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -223,6 +228,7 @@ class Paused:
             "denied": dict(self.denied),
             "provenance": self.provenance,
             "plan": self.plan,
+            "scope": list(self.scope) if self.scope is not None else None,
         }
 
     @classmethod
@@ -243,6 +249,7 @@ class Paused:
             denied=dict(data.get("denied", {})),
             provenance=data.get("provenance"),
             plan=bool(data.get("plan", False)),
+            scope=tuple(data["scope"]) if data.get("scope") is not None else None,
         )
 
 
@@ -295,16 +302,22 @@ class ApprovalPolicy:
 class ProvenancePolicy(ApprovalPolicy):
     """Refuse a side-effecting call whose arguments only untrusted results supplied.
 
-    An argument value that appears in the results of a tool marked
-    ``trust="untrusted"`` and nowhere in the task, the system prompt or a trusted
-    result is what an injected instruction would plant: an IBAN, an e-mail
-    address, a URL. Such a call is denied (the model is told why and may go on)
-    or, with ``on_flag="defer"``, put to a person. Every other call is allowed.
-    See `tooluse._provenance` for how values are matched and what this cannot see.
+    An argument value copied out of the results of a tool marked
+    ``trust="untrusted"`` and found nowhere in the task, the system prompt or a
+    trusted result is what an injected instruction would plant: an IBAN, an
+    e-mail address, a URL. Such a call is denied (the model is told why and may
+    go on) or, with ``on_flag="defer"``, put to a person. Every other call is
+    allowed. See `tooluse._provenance` for how values are matched and what this
+    cannot see.
 
     Args:
         on_flag: ``"deny"`` or ``"defer"``.
         min_chars: values shorter than this, normalised, are never flagged.
+        free_text: argument names whose values are prose (a message's body):
+            only the identifiers inside them are tested. Default `FREE_TEXT`.
+        selections: ``"allow"`` passes a value that is a whole field of an
+            untrusted result (a channel name of a list) and not in its prose;
+            ``"check"`` flags it too.
         asks: as for `ApprovalPolicy`.
     """
 
@@ -316,6 +329,8 @@ class ProvenancePolicy(ApprovalPolicy):
         *,
         on_flag: Literal["deny", "defer"] = "deny",
         min_chars: int = MIN_CHARS,
+        free_text: Collection[str] = FREE_TEXT,
+        selections: Selections = "allow",
         asks: Asks = "side_effects",
     ) -> None:
         super().__init__(asks=asks, timeout=None)
@@ -323,14 +338,23 @@ class ProvenancePolicy(ApprovalPolicy):
             raise UsageError(f"on_flag must be 'deny' or 'defer', got {on_flag!r}")
         if min_chars < 1:
             raise UsageError(f"min_chars must be at least 1, got {min_chars}")
+        if selections not in ("allow", "check"):
+            raise UsageError(f"selections must be 'allow' or 'check', got {selections!r}")
         self.on_flag = on_flag
         self.min_chars = min_chars
+        self.free_text = frozenset(free_text)
+        self.selections: Selections = selections
 
     def __call__(self, request: ApprovalRequest) -> Approval:
         provenance = request.run.provenance if request.run is not None else None
         if provenance is None:
             return Approval.allow()
-        found = provenance.suspicious(request.arguments, min_chars=self.min_chars)
+        found = provenance.suspicious(
+            request.arguments,
+            min_chars=self.min_chars,
+            free_text=self.free_text,
+            selections=self.selections,
+        )
         if not found:
             return Approval.allow()
         first = found[0]
@@ -342,7 +366,10 @@ class ProvenancePolicy(ApprovalPolicy):
         return Approval.deny(reason) if self.on_flag == "deny" else Approval.defer(reason)
 
     def __repr__(self) -> str:
-        return f"ProvenancePolicy(on_flag={self.on_flag!r}, min_chars={self.min_chars})"
+        return (
+            f"ProvenancePolicy(on_flag={self.on_flag!r}, min_chars={self.min_chars}, "
+            f"selections={self.selections!r})"
+        )
 
 
 def as_policy(approval: ApprovalPolicy | PolicyFunction | str | None) -> ApprovalPolicy | None:
@@ -395,6 +422,8 @@ class Gate:
         if provenance is None and policy.tracks_provenance:
             self.provenance = Provenance()
             self.provenance.trust(task)
+        #: The tools with side effects this run may call (None: no limit); see `tooluse._scope`.
+        self.scope: frozenset[str] | None = None
         self.log: list[ApprovalRecord] = []
         self._calls: list[CallRecord] = []
         self._denied: dict[str, str] = {}
@@ -441,9 +470,19 @@ class Gate:
             granted = self._granted.get(request.key)
             decision = granted.pop(0) if granted else None
             remembered = self._denied.get(request.key)
-        if decision is not None:
-            by: Literal["policy", "decision", "memory", "failure"] = "decision"
-            error = None
+        by: DecidedBy
+        if self.scope is not None and tool.side_effects and tool.name not in self.scope:
+            named = ", ".join(sorted(self.scope)) or "none"
+            decision, by, error = (
+                Approval.deny(
+                    f"{tool.name} is outside this run's scope ({named}), the tools with side "
+                    "effects fixed before the run read anything: the task did not ask for it"
+                ),
+                "scope",
+                None,
+            )
+        elif decision is not None:
+            by, error = "decision", None
         elif remembered is not None:
             decision, by, error = Approval.deny(remembered), "memory", None
         else:

@@ -3,23 +3,40 @@
 The dispatcher notes every result it hands back, to the model or to a script,
 with the trust of the tool that produced it (`tool`'s ``trust``); the agent
 notes the task and the system prompt as trusted. `Provenance.suspicious` then
-names the argument values of a call that appear in untrusted text and nowhere
-in trusted text: an IBAN, an e-mail address or a URL that only a mail, a web
-page or a file could have supplied.
+names the argument values of a call that were copied out of untrusted text and
+appear nowhere in trusted text: an IBAN, an e-mail address or a URL that only a
+mail, a web page or a file could have supplied.
 
 Matching is a substring test after normalising both sides (Unicode NFKC,
 case-folded, whitespace removed), so ``DE89 3704`` in a mail matches
-``de893704`` in a call. Each string value is tested whole, and so is each
-token in it that looks like an identifier (it holds a digit, ``@``, ``/`` or an
-inner ``.``), so a URL inside an e-mail body the model composed is found too.
-Numbers are tested as the text they are written as. Values shorter than
-``min_chars`` (after normalising) are never tested: ``"1"``, ``"yes"`` or
-``"EUR"`` are in every text.
+``de893704`` in a call. What is tested:
+
+- each string value whole, and each token in it that looks like an identifier
+  (it holds a digit, ``@``, ``/`` or an inner ``.``), so a URL inside an
+  e-mail body the model composed is found too;
+- numbers, as the text they are written as;
+- for a free-text argument (a message's ``body``, a file's ``content``: see
+  `FREE_TEXT`), only the identifiers inside it. Prose copied from a mail into
+  a note is data moving, not an instruction obeyed; an address or a link in
+  that prose is still tested;
+- only values of at least ``min_chars`` normalised characters: ``"1"``,
+  ``"yes"``, ``"EUR"`` or a file ID such as ``"13"`` are in every text.
+
+A value is *copied* when it occurs inside an untrusted text, such as a word of
+a mail's body or part of a longer field. A value that only occurs as a whole
+field of an untrusted result (one channel name of a list, an address in a
+participants list, the account of a past transaction) was *selected* from
+data, not copied from an instruction; with ``selections="allow"`` (the
+default) it passes, with ``"check"`` it is flagged like a copy. An injected
+instruction carries its values in prose, so a selection is never the
+injection's own text; but a field an outsider sets whole, such as the sender
+of a mail, can be selected too ("reply to me").
 
 What it cannot see, by construction: a value transformed on the way (translated,
-reformatted, computed from untrusted data, split or summarised), and a decision
+reformatted, computed from untrusted data, split or summarised), a decision
 taken on untrusted data without copying any of it (which recipient of a
-trusted list to pay, whether to delete a file). Those need data-flow tracking
+trusted list to pay, whether to delete a file, which field to select), and an
+answer that repeats untrusted text to the user. Those need data-flow tracking
 through the model's reasoning, which a runtime that sees only calls cannot do.
 """
 
@@ -28,14 +45,35 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["Provenance", "Suspicious", "normalise"]
+__all__ = ["FREE_TEXT", "Provenance", "Selections", "Suspicious", "normalise"]
 
-#: The default shortest value, in normalised characters, that is tested at all.
+#: The default shortest value, in normalised characters, that is tested as a substring.
 MIN_CHARS = 6
+#: Argument names taken for free text by default: only the identifiers inside
+#: their values are tested, not their words.
+FREE_TEXT = frozenset(
+    {
+        "body",
+        "comment",
+        "content",
+        "description",
+        "location",
+        "message",
+        "note",
+        "notes",
+        "subject",
+        "summary",
+        "text",
+        "title",
+    }
+)
+
+#: Whether a value selected whole from an untrusted result's fields passes.
+Selections = Literal["allow", "check"]
 
 _SEPARATOR = "\x00"  # between the leaves of one result: never inside a normalised value
 _TOKEN_EDGES = "\"'`.,;:!?()[]{}<>"
@@ -61,7 +99,7 @@ def _leaves(value: Any) -> Iterator[str]:
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int | float):
-        yield from _number_texts(value)
+        yield _number_texts(value)[-1]  # 2.0 as "2": one field, one text
     elif isinstance(value, Mapping):
         for key, item in value.items():
             yield str(key)
@@ -73,14 +111,24 @@ def _leaves(value: Any) -> Iterator[str]:
         yield str(value)
 
 
-def _candidates(value: Any) -> Iterator[tuple[str, str]]:
-    """(as written, normalised) for each value of an argument that is tested."""
+def _words(text: str) -> Iterator[str]:
+    """The whitespace-separated words of `text`, without the punctuation around them."""
+    for raw in text.split():
+        word = raw.strip(_TOKEN_EDGES)
+        if word:
+            yield word
+
+
+def _candidates(value: Any, *, free: bool) -> Iterator[tuple[str, str]]:
+    """(as written, normalised) for each value of an argument that is tested.
+
+    Free text yields only the identifiers inside it.
+    """
     if isinstance(value, str):
-        yield value, normalise(value)
-        tokens = value.split()
-        if len(tokens) > 1:
-            for raw in tokens:
-                token = raw.strip(_TOKEN_EDGES)
+        if not free:
+            yield value, normalise(value)
+        if free or len(value.split()) > 1:
+            for token in _words(value):
                 if _IDENTIFIER.search(token):
                     yield token, normalise(token)
     elif isinstance(value, bool) or value is None:
@@ -90,10 +138,37 @@ def _candidates(value: Any) -> Iterator[tuple[str, str]]:
             yield text, text
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _candidates(item)
+            yield from _candidates(item, free=free)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _candidates(item)
+            yield from _candidates(item, free=free)
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """One noted text: its leaves, normalised, split into prose and atoms."""
+
+    tool: str
+    leaves: tuple[str, ...]
+    """As noted, for `Provenance.to_dict`."""
+    prose: str
+    """The leaves that hold whitespace, normalised and joined."""
+    atoms: frozenset[str]
+    """The leaves without whitespace (an ID, an address, a name), normalised."""
+
+    @classmethod
+    def of(cls, tool: str, leaves: Sequence[str]) -> _Text:
+        prose = [leaf for leaf in leaves if len(leaf.split()) > 1]
+        atoms = frozenset(normalise(leaf) for leaf in leaves if len(leaf.split()) == 1)
+        joined = _SEPARATOR.join(normalise(leaf) for leaf in prose)
+        return cls(tool, tuple(leaves), joined, atoms - {""})
+
+    def copies(self, needle: str) -> bool:
+        """`needle` occurs inside this text: in its prose, or as part of a longer field."""
+        return needle in self.prose or any(needle in atom and atom != needle for atom in self.atoms)
+
+    def holds(self, needle: str) -> bool:
+        return self.copies(needle) or needle in self.atoms
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,30 +185,38 @@ class Provenance:
     """The text of one run, split by trust. Safe to note into from several threads."""
 
     def __init__(self) -> None:
-        self._trusted: list[str] = []
-        self._untrusted: list[tuple[str, str]] = []  # (tool, normalised text)
+        self._trusted: list[_Text] = []
+        self._untrusted: list[_Text] = []
         self._lock = threading.Lock()
 
     def trust(self, text: str) -> None:
         """Note text the user or the developer wrote: the task, the system prompt."""
-        with self._lock:
-            self._trusted.append(normalise(text))
+        self._add(_Text.of("", [text]), trusted=True)
 
     def note(self, tool: str, result: Any, *, trusted: bool) -> None:
         """Note a tool's result (a JSON value), from a tool of the given trust."""
-        text = _SEPARATOR.join(normalise(leaf) for leaf in _leaves(result))
-        if not text:
-            return
+        leaves = [leaf for leaf in _leaves(result) if leaf.strip()]
+        if leaves:
+            self._add(_Text.of(tool, leaves), trusted=trusted)
+
+    def _add(self, text: _Text, *, trusted: bool) -> None:
         with self._lock:
-            if trusted:
-                self._trusted.append(text)
-            else:
-                self._untrusted.append((tool, text))
+            (self._trusted if trusted else self._untrusted).append(text)
 
     def suspicious(
-        self, arguments: Mapping[str, Any], *, min_chars: int = MIN_CHARS
+        self,
+        arguments: Mapping[str, Any],
+        *,
+        min_chars: int = MIN_CHARS,
+        free_text: Collection[str] = FREE_TEXT,
+        selections: Selections = "allow",
     ) -> list[Suspicious]:
-        """The argument values only untrusted results could have supplied."""
+        """The argument values only untrusted results could have supplied.
+
+        `free_text` names the arguments whose words are not tested, only the
+        identifiers inside them; `selections` says whether a value that is a
+        whole field of an untrusted result passes (see the module's text).
+        """
         with self._lock:
             trusted = list(self._trusted)
             untrusted = list(self._untrusted)
@@ -142,25 +225,33 @@ class Provenance:
         found: list[Suspicious] = []
         seen: set[str] = set()
         for name, value in arguments.items():
-            for written, needle in _candidates(value):
-                if len(needle) < min_chars or needle in seen:
+            for written, needle in _candidates(value, free=name in free_text):
+                if not needle or needle in seen:
                     continue
                 seen.add(needle)
-                sources = tuple(dict.fromkeys(tool for tool, text in untrusted if needle in text))
-                if sources and not any(needle in text for text in trusted):
-                    found.append(Suspicious(name, written, sources))
+                if len(needle) < min_chars:
+                    continue
+                test = _Text.holds if selections == "check" else _Text.copies
+                sources = [t.tool for t in untrusted if test(t, needle)]
+                if sources and not any(t.holds(needle) for t in trusted):
+                    found.append(Suspicious(name, written, tuple(dict.fromkeys(sources))))
         return found
 
     def to_dict(self) -> dict[str, Any]:
         with self._lock:
             return {
-                "trusted": list(self._trusted),
-                "untrusted": [[tool, text] for tool, text in self._untrusted],
+                "trusted": [list(t.leaves) for t in self._trusted],
+                "untrusted": [[t.tool, list(t.leaves)] for t in self._untrusted],
             }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
         provenance = cls()
-        provenance._trusted = [str(t) for t in data.get("trusted", [])]
-        provenance._untrusted = [(str(tool), str(text)) for tool, text in data.get("untrusted", [])]
+        provenance._trusted = [
+            _Text.of("", [str(leaf) for leaf in leaves]) for leaves in data.get("trusted", [])
+        ]
+        provenance._untrusted = [
+            _Text.of(str(tool), [str(leaf) for leaf in leaves])
+            for tool, leaves in data.get("untrusted", [])
+        ]
         return provenance

@@ -18,17 +18,22 @@ RunStatus = Literal[
 
 @dataclass(slots=True)
 class RunUsage:
-    """Token usage per round and in total."""
+    """Token usage per round and in total.
+
+    `asides` are requests made outside the rounds (the scope question, see
+    `tooluse._scope`); the totals count them.
+    """
 
     rounds: list[Usage] = field(default_factory=list)
+    asides: list[Usage] = field(default_factory=list)
 
     @property
     def input_tokens(self) -> int:
-        return sum(u.input_tokens for u in self.rounds)
+        return sum(u.input_tokens for u in [*self.rounds, *self.asides])
 
     @property
     def output_tokens(self) -> int:
-        return sum(u.output_tokens for u in self.rounds)
+        return sum(u.output_tokens for u in [*self.rounds, *self.asides])
 
     @property
     def total_tokens(self) -> int:
@@ -37,7 +42,7 @@ class RunUsage:
     @property
     def source(self) -> str:
         """``provider``, ``o200k``, ``mixed`` or ``none``: where the numbers came from."""
-        sources = {u.source for u in self.rounds}
+        sources = {u.source for u in [*self.rounds, *self.asides]}
         if not sources:
             return "none"
         return sources.pop() if len(sources) == 1 else "mixed"
@@ -48,11 +53,15 @@ class RunUsage:
             "output_tokens": self.output_tokens,
             "source": self.source,
             "rounds": [u.to_dict() for u in self.rounds],
+            "asides": [u.to_dict() for u in self.asides],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunUsage:
-        return cls([Usage.from_dict(u) for u in data.get("rounds", ())])
+        return cls(
+            [Usage.from_dict(u) for u in data.get("rounds", ())],
+            [Usage.from_dict(u) for u in data.get("asides", ())],
+        )
 
 
 @dataclass(slots=True)
@@ -97,6 +106,8 @@ class RunResult:
     paused: Paused | None = None
     #: Whether this paused result was resumed already (each is resumed once).
     resumed: bool = False
+    #: The tools with side effects the run was limited to (None: no scope).
+    scope: tuple[str, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -121,6 +132,7 @@ class RunResult:
             "approvals": [a.to_dict() for a in self.approvals],
             "paused": self.paused.to_dict() if self.paused is not None else None,
             "resumed": self.resumed,
+            "scope": list(self.scope) if self.scope is not None else None,
         }
 
     @classmethod
@@ -147,4 +159,5 @@ class RunResult:
             approvals=[ApprovalRecord.from_dict(a) for a in data.get("approvals", ())],
             paused=Paused.from_dict(paused) if paused is not None else None,
             resumed=bool(data.get("resumed", False)),
+            scope=tuple(data["scope"]) if data.get("scope") is not None else None,
         )

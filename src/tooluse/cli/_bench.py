@@ -445,7 +445,13 @@ def agentdojo(  # noqa: PLR0917
         ),
     ] = "oracle",
     defense: Annotated[
-        str, typer.Option("--defense", help="none, or provenance (the built-in approval policy).")
+        str,
+        typer.Option(
+            "--defense",
+            help="none, provenance (the built-in approval policy), scope (the model names "
+            "the tools with side effects the task needs before reading anything), or "
+            "provenance+scope.",
+        ),
     ] = "none",
     conventions: Annotated[
         str, typer.Option("--conventions", help="Comma-separated: json, code.")

@@ -119,7 +119,7 @@ def test_a_bad_option_is_one_error_line(tmp_path: Path) -> None:
         ({"attack": "no_such_attack"}, "cannot use the AgentDojo attack 'no_such_attack'"),
         ({"limit": 0}, "--limit must be at least 1"),
         ({"model": "nonsense:spec"}, "unknown model spec 'nonsense:spec'"),
-        ({"min_chars": 2}, "--min-chars takes a positive number, with --defense provenance"),
+        ({"min_chars": 2}, "--min-chars takes a positive number, with a provenance defense"),
         ({"min_chars": 0, "defense": "provenance"}, "--min-chars takes a positive number"),
     ],
 )

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._messages import Message
-from ...models import ScriptedModel
+from ..._messages import Message, ToolCall
+from ..._scope import SCOPE_TOOL
+from ...models import ModelRequest, ModelResponse, ScriptedModel
 from ...tools import Toolbox
 from .._oracle import call_expression, signatures
 from .._task import Call
@@ -87,6 +88,18 @@ class GroundTruthModel(ScriptedModel):
         self.obeyed: list[Instruction] = []
         self._seen = 0  # messages already read for instructions
         self._pending: list[Sequence[Call]] = self._batches(calls)
+        self._tools_used = [call.tool for call in calls]
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """Answer the scope question with the tools its own calls use; else go on scripting."""
+        if request.tool_choice == SCOPE_TOOL:
+            offered = _offered(request)
+            named = [t for t in dict.fromkeys(self._tools_used) if t in offered]
+            return ModelResponse(
+                tool_calls=[ToolCall("scope", SCOPE_TOOL, json.dumps({"tools": named}))],
+                model_name=self.name,
+            )
+        return await super().respond(request)
 
     def _batches(self, calls: Sequence[Call]) -> list[Sequence[Call]]:
         """What each reply carries: one call (json) or every call in one script (code)."""
@@ -134,6 +147,14 @@ class GroundTruthModel(ScriptedModel):
                 for i, call in enumerate(batch)
             ]
         }
+
+
+def _offered(request: ModelRequest) -> set[str]:
+    """The tool names the scope question lets the model choose from."""
+    for tool in request.tools:
+        items = tool.parameters.get("properties", {}).get("tools", {}).get("items", {})
+        return {str(name) for name in items.get("enum", ())}
+    return set()
 
 
 def code_script(calls: Sequence[Call], tools: Toolbox) -> str:

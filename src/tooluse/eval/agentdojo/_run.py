@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 CONVENTIONS = ("json", "code")
-DEFENSES = ("none", "provenance")
+DEFENSES = ("none", "provenance", "scope", "provenance+scope")
 SCRIPTED = ("oracle", "obedient")
 #: AgentDojo's standard attack (Debenedetti et al. 2024).
 ATTACK = "important_instructions"
@@ -97,8 +97,8 @@ class AgentDojoConfig:
             raise UsageError("--limit must be at least 1")
         if self.max_rounds < 1:
             raise UsageError("--max-rounds must be at least 1")
-        if self.min_chars is not None and (self.min_chars < 1 or self.defense != "provenance"):
-            raise UsageError("--min-chars takes a positive number, with --defense provenance")
+        if self.min_chars is not None and (self.min_chars < 1 or "provenance" not in self.defense):
+            raise UsageError("--min-chars takes a positive number, with a provenance defense")
 
     @property
     def defense_label(self) -> str:
@@ -297,13 +297,20 @@ class AgentDojoBench:
 
         ``provenance`` is the built-in policy, which denies a side-effecting call
         whose arguments only untrusted results supplied: the model is told why and
-        goes on, so no run waits for a person.
+        goes on, so no run waits for a person. ``scope`` has the model name the
+        tools with side effects the task needs before the run reads anything
+        (``Agent(scope="ask")``); calls to others are denied.
         """
-        if self.config.defense == "provenance":
-            if self.config.min_chars is not None:
-                return {"approval": ProvenancePolicy(min_chars=self.config.min_chars)}
-            return {"approval": "provenance"}
-        return {}
+        options: dict[str, Any] = {}
+        if "provenance" in self.config.defense:
+            options["approval"] = (
+                ProvenancePolicy(min_chars=self.config.min_chars)
+                if self.config.min_chars is not None
+                else "provenance"
+            )
+        if "scope" in self.config.defense:
+            options["scope"] = "ask"
+        return options
 
 
 def _calls(function_calls: Sequence[Any]) -> list[Call]:
