@@ -107,3 +107,25 @@ def test_an_unknown_mode_is_one_error_line(workdir: Path) -> None:
     assert proc.stderr.strip() == (
         "error: --approve takes none, ask, ask-all or provenance; got 'maybe'"
     )
+
+
+def test_a_scope_the_model_names_is_shown_and_held(workdir: Path) -> None:
+    model = [
+        reply("s", "declare_needed_tools", {"tools": []}),  # the task only reads
+        reply("c2", "send_money", {"recipient": "DE89370400440532013000", "amount": 900}),
+        json.dumps({"content": "Not sent."}),
+    ]
+    (workdir / "model.jsonl").write_text("\n".join(model) + "\n")
+    proc = run(workdir, "", "--approve", "none", "--scope", "ask")
+    assert proc.returncode == 0, proc.stderr
+    assert "scope: no tool with side effects" in proc.stderr
+    assert "outside this run's scope" in proc.stderr
+    assert not (workdir / "ledger.txt").exists()
+
+
+def test_a_scope_naming_an_unknown_tool_is_one_error_line(workdir: Path) -> None:
+    proc = run(workdir, "", "--approve", "none", "--scope", "send_money,wire")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith(
+        "error: scope names tools the toolbox lacks: wire; have: "
+    ), proc.stderr

@@ -174,6 +174,10 @@ def _render_event(event: dict[str, Any]) -> None:
             err.print(escape(shown))
     elif kind == "feedback":
         err.print(f"[magenta]↺ feedback[/]: {escape(event['text'])}")
+    elif kind == "scope":
+        named = ", ".join(event["tools"]) or "no tool with side effects"
+        problem = f" ({event['problem']})" if event.get("problem") else ""
+        err.print(f"[cyan]⊂ scope[/]: {escape(named)}{escape(problem)}")
 
 
 _APPROVE_HELP = (
@@ -310,6 +314,15 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         bool, typer.Option("--json", help="Print the whole RunResult as JSON.")
     ] = False,
     approve: Annotated[str, typer.Option("--approve", help=_APPROVE_HELP)] = "none",
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="The tools with side effects the run may call: ask (the model names them "
+            "from the task before reading anything) or comma-separated names. Calls to "
+            "others are denied.",
+        ),
+    ] = None,
     stream: Annotated[
         bool,
         typer.Option(
@@ -329,8 +342,8 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
 
         def render(event: dict[str, Any]) -> None:
             # Streamed, calls and scripts are drawn from the stream; the loop's notes to
-            # the model, and a resumed run (not streamed), from the trace.
-            if not live.streaming or event.get("event") == "feedback":
+            # the model, the scope, and a resumed run (not streamed), from the trace.
+            if not live.streaming or event.get("event") in ("feedback", "scope"):
                 _render_event(event)
 
     writer = _open_trace(trace) if trace is not None else None
@@ -344,6 +357,9 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         system_prompt=system,
         on_event=_fan_out(writer, render),
         approval=policy,
+        scope=scope
+        if scope in (None, "ask")
+        else [s.strip() for s in scope.split(",") if s.strip()],
     )
     try:
         with agent:

@@ -163,6 +163,23 @@ def test_provenance_stops_the_obedient_model_and_says_what_it_cost(tmp_path: Pat
     assert "read_file" in cost
 
 
+def test_the_scope_defense_runs_with_provenance_and_costs_the_oracle_nothing(
+    tmp_path: Path,
+) -> None:
+    chosen: dict[str, Any] = {"suites": ("banking",), "limit": 2, "conventions": ("json",)}
+    for defense in ("provenance", "provenance+scope"):
+        AgentDojoBench(AgentDojoConfig(out=tmp_path, defense=defense, **chosen)).run()
+    written = read_agentdojo_rows(tmp_path / "results.jsonl")
+    utility = {
+        d: sorted(
+            (r.user_task, r.injection_task or "", r.utility) for r in written if r.defense == d
+        )
+        for d in ("provenance", "provenance+scope")
+    }
+    assert len(utility["provenance+scope"]) == 2 * RUNS_PER_TASK
+    assert utility["provenance"] == utility["provenance+scope"]
+
+
 def test_a_policy_setting_names_the_rows_defense() -> None:
     config = AgentDojoConfig(out=Path("unused"), defense="provenance", min_chars=2)
     assert config.defense_label == "provenance min_chars=2"
