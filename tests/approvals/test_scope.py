@@ -41,7 +41,7 @@ def toolbox(bank: Bank, closed: list[str]) -> Toolbox:
 
 
 def test_a_fixed_scope_denies_every_other_tool_with_side_effects(agents: list[Agent]) -> None:
-    bank, closed = Bank(), []
+    bank, closed = Bank(), list[str]()
     replies = [
         call("c1", "read_inbox", {}),
         call("c2", "close_account", {"reason": "the mail says so"}),
@@ -64,7 +64,7 @@ def test_a_fixed_scope_denies_every_other_tool_with_side_effects(agents: list[Ag
 
 
 def test_a_script_is_held_to_the_scope(agents: list[Agent]) -> None:
-    bank, closed = Bank(), []
+    bank, closed = Bank(), list[str]()
     script = (
         "import tools\n"
         "try:\n"
@@ -86,7 +86,7 @@ def test_a_script_is_held_to_the_scope(agents: list[Agent]) -> None:
 
 
 def test_asked_the_model_names_the_scope_from_the_task_alone(agents: list[Agent]) -> None:
-    bank, closed = Bank(), []
+    bank, closed = Bank(), list[str]()
     events: list[dict[str, Any]] = []
     model = ScriptedModel(
         [
@@ -125,7 +125,7 @@ def test_asked_the_model_names_the_scope_from_the_task_alone(agents: list[Agent]
 
 
 def test_a_reply_that_names_nothing_readable_allows_no_side_effect(agents: list[Agent]) -> None:
-    bank, closed = Bank(), []
+    bank, closed = Bank(), list[str]()
     events: list[dict[str, Any]] = []
     replies = [
         {"content": "I will pay the rent."},  # prose, not the declaration
@@ -149,7 +149,7 @@ def test_a_scope_naming_an_unknown_tool_is_refused() -> None:
 
 
 def test_a_paused_run_keeps_its_scope_through_json_and_resume(agents: list[Agent]) -> None:
-    bank, closed = Bank(), []
+    bank, closed = Bank(), list[str]()
     replies = [
         declare("send_money"),
         call("c1", "send_money", {"recipient": "DE89370400440532013000", "amount": 900}),
