@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import mcp_types as types
@@ -24,14 +23,6 @@ from tooluse.mcp._client_tools import build_tool
 from tooluse.models import ScriptedModel
 
 from ._bank import LANDLORD, Bank, call, calls, fenced
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def agent_for(

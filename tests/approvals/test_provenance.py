@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tooluse import Agent, ProvenancePolicy, tool
 from tooluse._provenance import Provenance
@@ -14,14 +11,6 @@ from tooluse.models import ScriptedModel
 from ._bank import ATTACKER, LANDLORD, Bank, call, fenced
 
 INJECTED = ATTACKER.replace(" ", "")
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def run(

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,6 @@ from ._bank import LANDLORD, Bank, call, calls, defer, fenced
 
 ROOT = Path(__file__).resolve().parents[2]
 PAY = {"recipient": LANDLORD, "amount": 900}
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def agent_for(agents: list[Agent], bank: Bank, replies: list[dict[str, Any]], **kw: Any) -> Agent:

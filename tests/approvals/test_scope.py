@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,14 +19,6 @@ SCOPE_TASK = "Pay the rent to my landlord."
 def declare(*names: str) -> dict[str, Any]:
     """The model's answer to the scope question."""
     return call("scope", SCOPE_TOOL, {"tools": list(names)})
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def toolbox(bank: Bank, closed: list[str]) -> Toolbox:
