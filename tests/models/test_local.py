@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from examples.seed_tools import toolbox
-from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError
+from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError, tool
 from tooluse.conventions import Answer, Calls, TextConvention, extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
@@ -347,3 +347,18 @@ def test_models_evicted_from_the_engine_cache_are_freed() -> None:
     alive = [o for o in gc.get_objects() if isinstance(o, llama_cpp.Llama)]
     assert len(alive) == 2
     assert sorted(llm.n_ctx() for llm in alive) == [1024, 1536]
+
+
+def test_the_scope_question_is_answered_with_a_valid_declaration(model: LocalModel) -> None:
+    @tool(side_effects=True)
+    def book_room(hotel: str) -> str:
+        """Book a hotel room."""
+        return "booked"
+
+    events: list[dict[str, object]] = []
+    agent = Agent(model, [*TOOLS, book_room], scope="ask", max_rounds=1, on_event=events.append)
+    result = agent.run("Book a room at the Hotel Astoria.")
+    (scoped,) = [e for e in events if e["event"] == "scope"]
+    assert "problem" not in scoped, scoped  # the grammar forced a readable declaration
+    assert result.scope is not None and set(result.scope) <= {"book_room"}
+    assert result.usage.asides[0].source == "provider"
