@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -78,14 +78,6 @@ ANSWERS = {"react": "Final Answer: {}"}
 
 def convention(name: str) -> str | Convention:
     return TextConvention("react") if name == "react" else name
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 async def gather(runs: Sequence[tuple[Agent, str]]) -> list[RunResult]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,14 +79,6 @@ class Bank:
 
 def fenced(plan: str) -> dict[str, str]:
     return {"content": f"```plan\n{plan}\n```"}
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def run(agents: list[Agent], tools: Toolbox, replies: list[dict[str, Any]], **kw: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -46,14 +45,6 @@ class Cart:
 @pytest.fixture
 def cart() -> Cart:
     return Cart()
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def code_agent(agents: list[Agent], cart: Cart, replies: list[dict[str, Any]]) -> Agent:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,14 +33,6 @@ def json_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def fenced(code: str) -> dict[str, str]:
     return {"content": f"```python\nimport tools\n{code}\n```"}
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 async def run_json(toolbox: Toolbox, name: str, **settings: Any) -> RunResult:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -58,14 +57,6 @@ def test_tools_named_like_the_tool_modules_helpers_are_renamed_in_stubs() -> Non
     assert all(f"def {name}_(" in source and f"def {name}(" not in source for name in functions)
     with pytest.raises(ToolDefinitionError, match="'parallel' and 'parallel_'"):
         Toolbox([raw("parallel"), raw("parallel_")])
-
-
-@pytest.fixture
-def agents() -> Iterator[list[Agent]]:
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
 
 
 def test_a_tool_named_parallel_runs_beside_the_helper(agents: list[Agent]) -> None:
