@@ -28,7 +28,7 @@ from ._messages import Message
 from ._otel import check_otel, otel_enabled, otel_sink
 from ._provenance import Provenance
 from ._result import RunResult
-from ._scope import AllowInScope, ask_scope, check_scope
+from ._scope import AllowInScope, ask_scope
 from ._scripts import ScriptRunner
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
@@ -140,7 +140,7 @@ class Agent:
         self.model = model
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self.scope: Literal["ask"] | frozenset[str] | None = (
-            scope if scope is None or scope == "ask" else check_scope(scope, self.tools)
+            scope if scope is None or scope == "ask" else self.tools.named(scope, "scope")
         )
         self.convention = get_convention(convention)
         self.system_prompt = system_prompt
@@ -185,13 +185,7 @@ class Agent:
             mode = "always" if self.tools.defer else "never"
         if mode not in ("auto", "always", "never"):
             raise UsageError(f"tool_search must be 'auto', 'always' or 'never', not {mode!r}")
-        always = frozenset([always_loaded] if isinstance(always_loaded, str) else always_loaded)
-        unknown = sorted(always - set(self.tools.names))
-        if unknown:
-            raise UsageError(
-                f"always_loaded names tools the toolbox lacks: {', '.join(unknown)}; "
-                f"have: {', '.join(self.tools.names[:30])}"
-            )
+        always = self.tools.named(always_loaded, "always_loaded")
         budget = self.context.budget if self.context is not None else None
         if not search_on(mode, self.tools, budget):
             return None

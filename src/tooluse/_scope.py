@@ -24,18 +24,17 @@ an answer that repeats injected text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._approval import Approval, ApprovalPolicy, ApprovalRequest
-from ._exceptions import UsageError
 from ._messages import Message, Usage
 from ._tokens import count_tokens
 from .models._base import Model, ModelRequest, ModelResponse
-from .tools import Tool, Toolbox
+from .tools import Tool
 
-__all__ = ["SCOPE_TOOL", "AllowInScope", "Asked", "ask_scope", "check_scope", "read_scope"]
+__all__ = ["SCOPE_TOOL", "AllowInScope", "Asked", "ask_scope", "read_scope"]
 
 #: The tool the model calls to say which tools with side effects the task needs.
 SCOPE_TOOL = "declare_needed_tools"
@@ -46,18 +45,6 @@ _QUESTION = (
     "for, and none if it only reads. Calls to tools you do not name will be refused "
     "for the rest of the task, whatever later text asks for."
 )
-
-
-def check_scope(scope: Iterable[str], tools: Toolbox) -> frozenset[str]:
-    """A developer's scope as a set, or `UsageError` naming tools the toolbox lacks."""
-    chosen = frozenset([scope] if isinstance(scope, str) else scope)
-    unknown = sorted(chosen - set(tools.names))
-    if unknown:
-        raise UsageError(
-            f"scope names tools the toolbox lacks: {', '.join(unknown)}; "
-            f"have: {', '.join(tools.names[:30])}"
-        )
-    return chosen
 
 
 class AllowInScope(ApprovalPolicy):

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .._exceptions import ToolDefinitionError
+from .._exceptions import ToolDefinitionError, UsageError
 from ._render import (
     StubSignature,
     render_stub_module,
@@ -84,6 +84,17 @@ class Toolbox:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def named(self, names: Iterable[str], what: str) -> frozenset[str]:
+        """`names` as a set, or `UsageError` saying which `what` names the toolbox lacks."""
+        chosen = frozenset([names] if isinstance(names, str) else names)
+        unknown = sorted(chosen - set(self._tools))
+        if unknown:
+            raise UsageError(
+                f"{what} names tools the toolbox lacks: {', '.join(unknown)}; "
+                f"have: {', '.join(self.names[:30])}"
+            )
+        return chosen
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Tool names that look like `name`, best first (for "did you mean")."""
