@@ -2,6 +2,8 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
+# The demo agent's own instructions, as any agent built on these tools would have.
+SYSTEM ?= You are a helpful assistant. Call a tool only for a fact you do not have yet, and use the calculator for arithmetic. Once the tool results give you what you need, reply to the user in plain text and answer every part of the question.
 
 .PHONY: setup demo test check lint typecheck fmt pytest bench docs
 
@@ -12,8 +14,8 @@ setup:
 # the model, every call grammar-constrained and run for real; the trace says what
 # happened, round by round.
 demo: setup
-	$(BIN)/tooluse run "$(TASK)" --tools examples.seed_tools:toolbox --model local \
-		--max-rounds 5 --trace traces/demo.jsonl
+	$(BIN)/tooluse run "$(TASK)" --system "$(SYSTEM)" --tools examples.seed_tools:toolbox \
+		--model local --max-rounds 5 --trace traces/demo.jsonl
 
 test: setup lint typecheck pytest
 

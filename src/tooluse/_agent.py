@@ -157,6 +157,9 @@ class Agent:
             count_tokens=count_tokens,
             tool_choice=tool_choice,
             parallel_tool_calls=parallel_tool_calls,
+            tool_names=frozenset(
+                [*self.tools.names, *(s.function for s in self.tools.stub_signatures())]
+            ),
         )
         self.tool_timeout = tool_timeout
         self.max_concurrency = max_concurrency

@@ -14,6 +14,7 @@ stopped turn or script, then goes on with the next round.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,14 @@ NO_CALL_NOTE = (
     "Note: this script called no tool, so nothing it printed was looked up. If the "
     "task needs facts from the tools, call them in a new script; do not type in values."
 )
+#: After a first answer that names a tool as if calling it (`` `get_rate` ``,
+#: ``get_rate(...)``, "the get_rate function") while no tool has run: a small
+#: model often describes a call, or what it would return, instead of making it.
+UNMADE_CALL_NOTE = (
+    "Note: your reply names the tool {name} but no tool has been called, so nothing in "
+    "it was looked up. If the task needs a tool's result, call the tool now; otherwise "
+    "give your answer again."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +96,9 @@ class LoopConfig:
     #: Overrides the convention's tool choice until a call has run.
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    #: The names the model may call tools by; an answer that names one as if
+    #: calling it before any tool has run gets `UNMADE_CALL_NOTE`, once a run.
+    tool_names: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -118,6 +130,8 @@ class RunState:
     last_tokens: int = 0
     #: Tools loaded during the run (tool search), appended to a native tool list.
     extra_tools: Callable[[], Sequence[Tool]] | None = None
+    #: Whether the run has had `UNMADE_CALL_NOTE`.
+    noted_unmade_call: bool = False
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
@@ -447,6 +461,29 @@ def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConf
     )
 
 
+def _unmade_call_note(
+    state: RunState, answer: str, config: LoopConfig, *, last_round: bool
+) -> str | None:
+    """`UNMADE_CALL_NOTE` for a first answer that names a tool as if calling it, else None.
+
+    Only while no tool has run in the run, once, and never in the last round,
+    where the note would cost the run its answer.
+    """
+    if last_round or state.noted_unmade_call or state.calls or state.scripts:
+        return None
+    for name in sorted(config.tool_names):
+        if _names_as_call(answer, name):
+            return UNMADE_CALL_NOTE.format(name=name)
+    return None
+
+
+def _names_as_call(text: str, name: str) -> bool:
+    """`name` written as code or a call: quoted, before ``(``, or as a function or tool."""
+    word = re.escape(name)
+    pattern = rf"`{word}`|\"{word}\"|(?<![\w.]){word}\s*\(|(?<![\w.]){word}\s+(?:function|tool)\b"
+    return re.search(pattern, text) is not None
+
+
 def agent_flow(
     state: RunState,
     task: str,
@@ -532,6 +569,10 @@ def _rounds(
         choice = prepared.tool_choice
         if config.tool_choice is not None and not state.calls:
             choice = config.tool_choice
+        if state.noted_unmade_call and not state.calls and tools and choice == "auto":
+            # The model's own reply said a tool should be called: the round after the
+            # note asks for a call, which a grammar-constrained model then makes.
+            choice = "required"
         request = ModelRequest(
             window,
             tools,
@@ -564,6 +605,15 @@ def _rounds(
             )
         action = convention.interpret(response)
         if isinstance(action, Answer):
+            note = _unmade_call_note(
+                state, action.text, config, last_round=round_ >= config.max_rounds
+            )
+            if note is not None:
+                state.noted_unmade_call = True
+                state.add(Message("user", note))
+                if state.tracing:
+                    state.emit({"event": "feedback", "round": round_, "text": note})
+                continue
             state.status, state.answer = "completed", action.text
             return
         if isinstance(action, Retry):

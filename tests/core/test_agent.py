@@ -22,6 +22,7 @@ from tooluse import (
     read_trace,
     tool,
 )
+from tooluse._loop import UNMADE_CALL_NOTE
 from tooluse.models import Model, ModelRequest, ModelResponse, ScriptedModel
 
 HOTEL = Path(__file__).resolve().parents[2] / "examples" / "hotel.jsonl"
@@ -405,3 +406,55 @@ def test_a_refused_oversized_argument_is_not_sent_again_every_round() -> None:
         assert request.messages[2].content == f"Error: {refused.error}"
     assert result.messages[1].tool_calls[0].arguments == echoed.arguments
     assert_invariant(result)
+
+
+def test_a_first_answer_that_describes_a_call_is_told_once_and_the_next_round_asks_for_one() -> (
+    None
+):
+    model = ScriptedModel(
+        [
+            "You can use the `get_exchange_rate` function; the rate is about 0.85.",
+            calls(("get_exchange_rate", {"base": "USD", "target": "EUR"})),
+            "100 USD is 92 EUR.",
+        ]
+    )
+    result = Agent(model, seed_tools).run("Convert 100 USD to EUR")
+    assert result.status == "completed" and result.answer == "100 USD is 92 EUR."
+    assert [c.result for c in result.calls] == [0.92]
+    # The described call stays in the conversation, followed by the note.
+    described, note = result.messages[1], result.messages[2]
+    assert described.role == "assistant" and "0.85" in (described.content or "")
+    assert note.role == "user" and note.content == UNMADE_CALL_NOTE.format(name="get_exchange_rate")
+    assert [r.tool_choice for r in model.requests] == ["auto", "required", "auto"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Use a calculator: 2 + 2 is 4.",  # the word, not the tool written as code
+        "Tokyo is the capital of Japan.",
+    ],
+)
+def test_an_answer_that_does_not_name_a_tool_as_code_is_final(answer: str) -> None:
+    model = ScriptedModel([answer])
+    result = Agent(model, seed_tools).run("question")
+    assert result.status == "completed" and result.answer == answer
+    assert len(model.requests) == 1
+
+
+def test_the_unmade_call_note_comes_once_and_never_in_the_last_round() -> None:
+    described = "I would call calculator(expression='2+2') and get 4."
+    twice = ScriptedModel([described, described])
+    result = Agent(twice, seed_tools).run("2+2?")
+    assert result.status == "completed" and result.answer == described
+    assert len(twice.requests) == 2
+    # With one round there is no round left for the call: the answer stands.
+    last = ScriptedModel([described])
+    result = Agent(last, seed_tools, max_rounds=1).run("2+2?")
+    assert result.status == "completed" and result.answer == described
+    # After a tool has run, a reply naming one is an answer about the results.
+    after = ScriptedModel(
+        [calls(("calculator", {"expression": "2+2"})), "calculator(...) returned 4.0"]
+    )
+    result = Agent(after, seed_tools).run("2+2?")
+    assert result.answer == "calculator(...) returned 4.0" and len(after.requests) == 2
