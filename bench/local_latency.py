@@ -3,16 +3,16 @@
     .venv/bin/python bench/local_latency.py [--models qwen2.5-coder-1.5b,qwen2.5-coder-0.5b]
                                             [--repeat 3]
 
-For each registered model that is installed: load it, answer one other request over
-the same five example tools (which leaves the system prompt and the tools'
-descriptions evaluated in the context, as the earlier rounds of a run do), then time
-`LocalModel.respond` on the demo task ("Convert 100 USD to EUR …") with the demo's
-system prompt (`SYSTEM`, the Makefile's), tool choice auto, constrained, `--repeat`
-times, each time after that other request again so the task's own tokens are
-evaluated afresh. Reports the median seconds, the tokens reused from the prefix,
-evaluated and sampled, and which call came back. Goal: the first valid call within 3
-s on 2 cores. A cold row (the first request after loading, nothing reused) is
-printed beside it. Prints a table, then one JSON line.
+For each registered model that is installed: load it, answer one other request
+over the same five example tools (which leaves the system prompt and the tools'
+descriptions evaluated in the context, as the earlier rounds of a run do), then
+time `LocalModel.respond` on the demo task ("Convert 100 USD to EUR …"), tool
+choice auto, constrained, `--repeat` times, each time after that other request
+again so the task's own tokens are evaluated afresh. Reports the median seconds,
+the tokens reused from the prefix, evaluated and sampled, and which call came
+back. Goal: the first valid call within 3 s on 2 cores. A cold row (the first
+request after loading, nothing reused) is printed beside it. Prints a table,
+then one JSON line.
 """
 
 from __future__ import annotations
@@ -35,16 +35,10 @@ from tooluse.models._registry import Registry
 
 TASK = "Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room"
 OTHER = "What is the weather in Paris, France right now?"
-#: `make demo`'s system prompt (the Makefile's SYSTEM; a test keeps the two equal).
-SYSTEM = (
-    "You are a helpful assistant. Call a tool only for a fact you do not have yet, and use "
-    "the calculator for arithmetic. Once the tool results give you what you need, reply to "
-    "the user in plain text and answer every part of the question."
-)
 
 
 def request(task: str) -> ModelRequest:
-    return ModelRequest([Message("system", SYSTEM), Message("user", task)], list(toolbox), "auto")
+    return ModelRequest([Message("user", task)], list(toolbox), "auto")
 
 
 def timed(model: LocalModel, task: str) -> tuple[float, Any]:
