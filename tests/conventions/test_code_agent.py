@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, Message, RunResult, Toolbox, ToolCall, tool
 from tooluse._loop import NO_CALL_NOTE
@@ -17,14 +13,6 @@ def fenced(code: str) -> dict[str, str]:
     return {"content": f"```python\n{code}\n```"}
 
 
-@pytest.fixture
-def agent_factory() -> Iterator[list[Agent]]:
-    agents: list[Agent] = []
-    yield agents
-    for agent in agents:
-        agent.close()
-
-
 def run(
     agents: list[Agent], replies: list[dict[str, str]], tools: Toolbox = seed_tools
 ) -> RunResult:
@@ -33,7 +21,7 @@ def run(
     return agent.run("task")
 
 
-def test_fan_out_in_one_script_keeps_the_conversation_short(agent_factory: list[Agent]) -> None:
+def test_fan_out_in_one_script_keeps_the_conversation_short(agents: list[Agent]) -> None:
     script = (
         "import tools\n"
         "wanted = [{'category': 'fruit', 'page': p} for p in range(1, 6)]\n"
@@ -41,7 +29,7 @@ def test_fan_out_in_one_script_keeps_the_conversation_short(agent_factory: list[
         "items = [i for page in pages for i in page['items']]\n"
         "print(len(items), items[0], items[-1])\n"
     )
-    result = run(agent_factory, [fenced(script), {"content": "47 fruits."}])
+    result = run(agents, [fenced(script), {"content": "47 fruits."}])
     assert result.status == "completed" and result.answer == "47 fruits."
     assert [m.role for m in result.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert result.messages[3].content == "47 fruit-001 fruit-047"
@@ -53,7 +41,7 @@ def test_fan_out_in_one_script_keeps_the_conversation_short(agent_factory: list[
 
 
 def test_tool_errors_and_invalid_arguments_are_catchable_and_recorded(
-    agent_factory: list[Agent],
+    agents: list[Agent],
 ) -> None:
     script = (
         "import tools\n"
@@ -66,7 +54,7 @@ def test_tool_errors_and_invalid_arguments_are_catchable_and_recorded(
         "except tools.ToolError as e:\n"
         "    print('failed:', e.kind)\n"
     )
-    result = run(agent_factory, [fenced(script), {"content": "ok"}])
+    result = run(agents, [fenced(script), {"content": "ok"}])
     assert result.messages[3].content == "refused: validation\nfailed: tool"
     (rejected,) = result.rejected
     assert "must be one of" in rejected.error and rejected.source == "script"
@@ -74,9 +62,9 @@ def test_tool_errors_and_invalid_arguments_are_catchable_and_recorded(
     assert "unknown country 'Atlantis'" in (failed.error or "")
 
 
-def test_a_failing_script_reports_its_own_traceback(agent_factory: list[Agent]) -> None:
+def test_a_failing_script_reports_its_own_traceback(agents: list[Agent]) -> None:
     script = "import tools\nrate = tools.get_exchange_rate('USD', 'EUR')\nprint(rate)\n1 / 0\n"
-    result = run(agent_factory, [fenced(script), {"content": "gave up"}])
+    result = run(agents, [fenced(script), {"content": "gave up"}])
     content = result.messages[3].content or ""
     assert content.startswith("0.92\nError:") and "ZeroDivisionError" in content
     assert "line 4" in content
@@ -84,9 +72,9 @@ def test_a_failing_script_reports_its_own_traceback(agent_factory: list[Agent]) 
     assert [c.result for c in result.calls] == [0.92]  # what ran before the failure is kept
 
 
-def test_syntax_errors_are_fed_back_without_running(agent_factory: list[Agent]) -> None:
+def test_syntax_errors_are_fed_back_without_running(agents: list[Agent]) -> None:
     result = run(
-        agent_factory,
+        agents,
         [
             fenced("print(tools.lookup_capital('Japan')"),
             fenced("import tools\nprint(tools.lookup_capital('Japan'))"),
@@ -98,7 +86,7 @@ def test_syntax_errors_are_fed_back_without_running(agent_factory: list[Agent]) 
     assert len(result.scripts) == 1 and result.messages[5].content == "Tokyo"
 
 
-def test_retried_script_does_not_repeat_side_effects(agent_factory: list[Agent]) -> None:
+def test_retried_script_does_not_repeat_side_effects(agents: list[Agent]) -> None:
     sent: list[str] = []
 
     @tool(side_effects=True)
@@ -115,7 +103,7 @@ def test_retried_script_does_not_repeat_side_effects(agent_factory: list[Agent])
         "        raise RuntimeError('half-way')\n"
     )
     result = run(
-        agent_factory,
+        agents,
         [
             fenced("FAIL = True\n" + script),
             fenced("FAIL = False\n" + script),
@@ -128,9 +116,9 @@ def test_retried_script_does_not_repeat_side_effects(agent_factory: list[Agent])
     assert replayed == ["ada", "bob"]
 
 
-def test_every_tool_message_answers_one_record(agent_factory: list[Agent]) -> None:
+def test_every_tool_message_answers_one_record(agents: list[Agent]) -> None:
     result = run(
-        agent_factory,
+        agents,
         [
             fenced("import tools\nprint(tools.calculator('2 ** 10'))"),
             fenced("print('no tools')"),
@@ -146,10 +134,10 @@ def test_every_tool_message_answers_one_record(agent_factory: list[Agent]) -> No
 
 
 def test_a_script_that_types_in_its_data_is_told_it_called_no_tool(
-    agent_factory: list[Agent],
+    agents: list[Agent],
 ) -> None:
     result = run(
-        agent_factory,
+        agents,
         [
             fenced("weather = {'city': 'Paris', 'temp': 21}\nprint(weather)"),
             fenced("import tools\nprint(tools.get_current_weather('Paris, France'))"),
