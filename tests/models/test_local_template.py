@@ -9,7 +9,13 @@ import pytest
 from examples.seed_tools import toolbox
 from tooluse import Message, ToolCall
 from tooluse.models import ModelRequest
-from tooluse.models._chat_template import CHATML, ChatTemplate, plain_messages, tool_response
+from tooluse.models._chat_template import (
+    CHATML,
+    SEVERAL_CALLS,
+    ChatTemplate,
+    plain_messages,
+    tool_response,
+)
 
 TOOLS = list(toolbox)
 SYSTEM = Message("system", "You are a helpful assistant.")
@@ -79,6 +85,25 @@ def test_the_tools_stay_in_the_same_place_across_rounds() -> None:
     first = chat.render(ModelRequest(CONVERSATION[:2], TOOLS))
     later = chat.render(ModelRequest(CONVERSATION, TOOLS))
     assert later.startswith(first.removesuffix("<|im_start|>assistant\n"))
+
+
+def system_turn(prompt: str) -> str:
+    return prompt.split("<|im_end|>", maxsplit=1)[0].removeprefix("<|im_start|>system\n")
+
+
+def test_a_reply_that_may_hold_several_calls_is_told_so_in_the_system_prompt() -> None:
+    chat = template(WITH_TOOLS)
+    prompt = chat.render(ModelRequest(CONVERSATION[:2], TOOLS))
+    expected = f"You are a helpful assistant.\n\n{SEVERAL_CALLS}\n<tools>"
+    assert system_turn(prompt).startswith(expected)
+    # Without a system prompt of the caller's, the line is the system prompt.
+    bare = chat.render(ModelRequest(CONVERSATION[1:2], TOOLS))
+    assert system_turn(bare).startswith(f"{SEVERAL_CALLS}\n<tools>")
+    assert bare.count("Capital of Japan?") == 1
+    # One call per reply: not a word about several.
+    single = chat.render(ModelRequest(CONVERSATION[:2], TOOLS, parallel_tool_calls=False))
+    assert SEVERAL_CALLS not in single
+    assert system_turn(single).startswith("You are a helpful assistant.\n<tools>")
 
 
 def test_a_template_without_tools_gets_them_described_in_the_system_prompt() -> None:

@@ -29,6 +29,14 @@ CHATML = (
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+#: Added to the system prompt where the tools go to the template and a reply
+#: may hold several calls. Small models given tools natively tend to write one
+#: call and stop, even where the request needs more (Qwen2.5-Coder-0.5B on
+#: BFCL's `parallel`, first 50, json: 17 passed without this line, 27 with it).
+SEVERAL_CALLS = (
+    "If the request needs several calls, make every one of them now, in one reply, "
+    "one JSON object per line."
+)
 #: A tool name no template would print unless it renders the tools it is given.
 _PROBE = "tooluse_template_probe"
 
@@ -58,7 +66,10 @@ class ChatTemplate:
         offer = bool(request.tools) and request.tool_choice != "none"
         if offer and self.takes_tools:
             try:
-                return self._render(native_messages(request.messages), tool_specs(request.tools))
+                messages = native_messages(request.messages)
+                if request.parallel_tool_calls is not False:
+                    _add_to_system(messages, SEVERAL_CALLS)
+                return self._render(messages, tool_specs(request.tools))
             except Exception as exc:  # jinja raises whatever a template says
                 logger.warning("the chat template failed with tools (%s); describing them", exc)
         return self._render(plain_messages(request))
@@ -82,6 +93,15 @@ class ChatTemplate:
         except Exception:  # a template that chokes on tools does not take them
             return False
         return _PROBE in text
+
+
+def _add_to_system(messages: list[dict[str, Any]], line: str) -> None:
+    """Append `line` to the conversation's system prompt, or make it the system prompt."""
+    if messages and messages[0]["role"] == "system":
+        first = messages[0]["content"]
+        messages[0]["content"] = f"{first}\n\n{line}" if first else line
+    else:
+        messages.insert(0, {"role": "system", "content": line})
 
 
 def tool_specs(tools: Sequence[Tool]) -> list[dict[str, Any]]:
