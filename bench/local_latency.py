@@ -47,8 +47,9 @@ def timed(model: LocalModel, task: str) -> tuple[float, Any]:
     return time.perf_counter() - started, response
 
 
-def measure(name: str, path: Path, repeat: int) -> dict[str, Any]:
-    model = LocalModel(path, max_output_tokens=96)
+def measure(name: str, path: Path, repeat: int, default_system: str | None) -> dict[str, Any]:
+    # As `--model local:NAME` builds it, with the registry's system prompt for the model.
+    model = LocalModel(path, max_output_tokens=96, default_system=default_system)
     model.compiler()  # load the model and its tokenizer: not part of a warm request
     cold, _ = timed(model, TASK)
     times: list[float] = []
@@ -84,7 +85,8 @@ def main() -> None:
         if path is None:
             print(f"{name}: not installed (tooluse models pull {name})", file=sys.stderr)
             continue
-        rows.append(measure(name, registry.locate(name), args.repeat))
+        model = registry[name]
+        rows.append(measure(name, registry.locate(name), args.repeat, model.default_system))
     print(
         f"{'model':<20}{'cold':>8}{'warm':>8}{'reused':>8}{'evaluated':>11}"
         f"{'sampled':>9}{'forced':>8}  first call"

@@ -16,7 +16,8 @@ import pytest
 from examples.seed_tools import toolbox
 from tooluse import Message
 from tooluse.decoding import CALL_CLOSE, CALL_OPEN
-from tooluse.models import LocalModel, ModelRequest
+from tooluse.models import LocalModel, ModelRequest, resolve_model
+from tooluse.models._chat_template import SEVERAL_CALLS
 from tooluse.models._registry import Registry
 
 TOOLS = list(toolbox)
@@ -36,6 +37,13 @@ def ask(model: LocalModel, task: str, choice: str = "auto") -> tuple[str, list[t
     for call in response.tool_calls:
         jsonschema.validate(json.loads(call.arguments), SCHEMAS[call.name])
     return response.content or "", [(c.name, json.loads(c.arguments)) for c in response.tool_calls]
+
+
+def test_by_name_it_gets_its_own_system_prompt_and_by_path_its_templates() -> None:
+    named = resolve_model("local:qwen2.5-coder-0.5b")
+    assert isinstance(named, LocalModel) and named.default_system == SEVERAL_CALLS
+    by_path = resolve_model(f"local:{Registry().locate('qwen2.5-coder-0.5b')}")
+    assert isinstance(by_path, LocalModel) and by_path.default_system is None
 
 
 def test_the_call_tags_are_single_special_tokens_in_the_grammar(qwen: LocalModel) -> None:

@@ -91,19 +91,18 @@ def system_turn(prompt: str) -> str:
     return prompt.split("<|im_end|>", maxsplit=1)[0].removeprefix("<|im_start|>system\n")
 
 
-def test_a_reply_that_may_hold_several_calls_is_told_so_in_the_system_prompt() -> None:
+def test_a_default_system_prompt_stands_in_only_where_the_request_has_none() -> None:
     chat = template(WITH_TOOLS)
-    prompt = chat.render(ModelRequest(CONVERSATION[:2], TOOLS))
-    expected = f"You are a helpful assistant.\n\n{SEVERAL_CALLS}\n<tools>"
-    assert system_turn(prompt).startswith(expected)
-    # Without a system prompt of the caller's, the line is the system prompt.
-    bare = chat.render(ModelRequest(CONVERSATION[1:2], TOOLS))
+    bare = chat.render(ModelRequest(CONVERSATION[1:2], TOOLS), SEVERAL_CALLS)
     assert system_turn(bare).startswith(f"{SEVERAL_CALLS}\n<tools>")
     assert bare.count("Capital of Japan?") == 1
-    # One call per reply: not a word about several.
-    single = chat.render(ModelRequest(CONVERSATION[:2], TOOLS, parallel_tool_calls=False))
-    assert SEVERAL_CALLS not in single
-    assert system_turn(single).startswith("You are a helpful assistant.\n<tools>")
+    # The caller's own system prompt is left as it is.
+    own = chat.render(ModelRequest(CONVERSATION[:2], TOOLS), SEVERAL_CALLS)
+    assert SEVERAL_CALLS not in own
+    assert system_turn(own).startswith("You are a helpful assistant.\n<tools>")
+    # Without tools offered, the template's own defaults apply.
+    plain = chat.render(ModelRequest(CONVERSATION[1:2], TOOLS, "none"), SEVERAL_CALLS)
+    assert SEVERAL_CALLS not in plain
 
 
 def test_a_template_without_tools_gets_them_described_in_the_system_prompt() -> None:

@@ -29,10 +29,12 @@ CHATML = (
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-#: Added to the system prompt where the tools go to the template and a reply
-#: may hold several calls. Small models given tools natively tend to write one
-#: call and stop, even where the request needs more (Qwen2.5-Coder-0.5B on
-#: BFCL's `parallel`, first 50, json: 17 passed without this line, 27 with it).
+#: Qwen2.5-Coder-0.5B's system prompt where a request offering tools has none
+#: (`LocalModel.default_system`, set by the registry). Given tools natively,
+#: it writes one call and stops even where the request needs more (BFCL's
+#: `parallel`, first 50, json: 17 passed under its template's default system
+#: prompt, 27 under this one). The 1.5B is better off without it: with it, it
+#: answers the demo task by calling the calculator with a rate it made up.
 SEVERAL_CALLS = (
     "If the request needs several calls, make every one of them now, in one reply, "
     "one JSON object per line."
@@ -61,14 +63,18 @@ class ChatTemplate:
         #: Whether the template renders the tools it is given (so it gets them natively).
         self.takes_tools = self._renders_tools()
 
-    def render(self, request: ModelRequest) -> str:
-        """The prompt for `request`, ending where the assistant's reply begins."""
+    def render(self, request: ModelRequest, default_system: str | None = None) -> str:
+        """The prompt for `request`, ending where the assistant's reply begins.
+
+        `default_system` is the system prompt where the tools go to the
+        template and the request has none of its own.
+        """
         offer = bool(request.tools) and request.tool_choice != "none"
         if offer and self.takes_tools:
             try:
                 messages = native_messages(request.messages)
-                if request.parallel_tool_calls is not False:
-                    _add_to_system(messages, SEVERAL_CALLS)
+                if default_system and not _has_system(messages):
+                    messages.insert(0, {"role": "system", "content": default_system})
                 return self._render(messages, tool_specs(request.tools))
             except Exception as exc:  # jinja raises whatever a template says
                 logger.warning("the chat template failed with tools (%s); describing them", exc)
@@ -95,13 +101,8 @@ class ChatTemplate:
         return _PROBE in text
 
 
-def _add_to_system(messages: list[dict[str, Any]], line: str) -> None:
-    """Append `line` to the conversation's system prompt, or make it the system prompt."""
-    if messages and messages[0]["role"] == "system":
-        first = messages[0]["content"]
-        messages[0]["content"] = f"{first}\n\n{line}" if first else line
-    else:
-        messages.insert(0, {"role": "system", "content": line})
+def _has_system(messages: list[dict[str, Any]]) -> bool:
+    return bool(messages) and messages[0]["role"] == "system"
 
 
 def tool_specs(tools: Sequence[Tool]) -> list[dict[str, Any]]:

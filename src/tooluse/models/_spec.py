@@ -58,8 +58,14 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
             raise UsageError(f"no such model file: {rest} (nor a model name: {names})")
         if not rest:
             rest = default_local(registry)
-        path = str(registry.locate(rest)) if rest in registry else rest
-        return LocalModel(path, constrained=kind == "local")
+        if rest in registry:
+            entry = registry[rest]
+            return LocalModel(
+                registry.locate(rest),
+                constrained=kind == "local",
+                default_system=entry.default_system,
+            )
+        return LocalModel(rest, constrained=kind == "local")
     if kind == "scripted":
         if not rest:
             raise UsageError("scripted needs a file: --model scripted:FILE.jsonl")
