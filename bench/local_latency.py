@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from examples.seed_tools import toolbox
 from tooluse import Message
 from tooluse.models import LocalModel, ModelRequest
-from tooluse.models._registry import Registry
+from tooluse.models._registry import RegisteredModel, Registry
 
 TASK = "Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room"
 OTHER = "What is the weather in Paris, France right now?"
@@ -47,9 +47,14 @@ def timed(model: LocalModel, task: str) -> tuple[float, Any]:
     return time.perf_counter() - started, response
 
 
-def measure(name: str, path: Path, repeat: int, default_system: str | None) -> dict[str, Any]:
-    # As `--model local:NAME` builds it, with the registry's system prompt for the model.
-    model = LocalModel(path, max_output_tokens=96, default_system=default_system)
+def measure(name: str, path: Path, repeat: int, entry: RegisteredModel) -> dict[str, Any]:
+    # As `--model local:NAME` builds it, with the registry's system prompts for the model.
+    model = LocalModel(
+        path,
+        max_output_tokens=96,
+        default_system=entry.default_system,
+        parallel_system=entry.parallel_system,
+    )
     model.compiler()  # load the model and its tokenizer: not part of a warm request
     cold, _ = timed(model, TASK)
     times: list[float] = []
@@ -85,8 +90,7 @@ def main() -> None:
         if path is None:
             print(f"{name}: not installed (tooluse models pull {name})", file=sys.stderr)
             continue
-        model = registry[name]
-        rows.append(measure(name, registry.locate(name), args.repeat, model.default_system))
+        rows.append(measure(name, registry.locate(name), args.repeat, registry[name]))
     print(
         f"{'model':<20}{'cold':>8}{'warm':>8}{'reused':>8}{'evaluated':>11}"
         f"{'sampled':>9}{'forced':>8}  first call"

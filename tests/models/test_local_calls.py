@@ -110,3 +110,22 @@ def test_calls_completed_before_the_output_limit_are_kept() -> None:
     assert calls(f"```json\n{one}\n{cut}") == [("get_weather", {"city": "Oslo"})]
     # Text after a call that is not another call is no call at all.
     assert calls(f"{one}\nand then some prose") == []
+
+
+def test_a_result_the_reply_writes_itself_is_dropped_and_reported() -> None:
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    invented = '<tool_response>\n{"name": "get_weather", "content": {"temp": 3}}\n</tool_response>'
+    read = read_calls(f"{call}\n{invented}\nIt is 3 degrees in Oslo.", TOOLS)
+    assert [(c.name, json.loads(c.arguments)) for c in read.calls] == [
+        ("get_weather", {"city": "Oslo"})
+    ]
+    assert read.content is None
+    assert len(read.problems) == 1 and "<tool_response>" in read.problems[0]
+
+    answer = read_calls(f"Let me try London instead.\n\n{invented}", TOOLS)
+    assert answer.calls == [] and answer.content == "Let me try London instead."
+    assert "dropped" in answer.problems[0]
+
+    # An unclosed call before the invented result is still reported as such.
+    unclosed = read_calls(f'<tool_call>{{"name": "get_weather"\n{invented}', TOOLS)
+    assert any("never closed" in p for p in unclosed.problems)

@@ -17,7 +17,7 @@ from examples.seed_tools import toolbox
 from tooluse import Message
 from tooluse.decoding import CALL_CLOSE, CALL_OPEN
 from tooluse.models import LocalModel, ModelRequest, resolve_model
-from tooluse.models._chat_template import SEVERAL_CALLS
+from tooluse.models._chat_template import ANSWER_FROM_RESULTS, SEVERAL_CALLS
 from tooluse.models._registry import Registry
 
 TOOLS = list(toolbox)
@@ -41,9 +41,26 @@ def ask(model: LocalModel, task: str, choice: str = "auto") -> tuple[str, list[t
 
 def test_by_name_it_gets_its_own_system_prompt_and_by_path_its_templates() -> None:
     named = resolve_model("local:qwen2.5-coder-0.5b")
-    assert isinstance(named, LocalModel) and named.default_system == SEVERAL_CALLS
+    assert isinstance(named, LocalModel)
+    assert (named.parallel_system, named.default_system) == (SEVERAL_CALLS, None)
+    larger = resolve_model("local-unconstrained:qwen2.5-coder-1.5b")
+    assert isinstance(larger, LocalModel) and larger.default_system == ANSWER_FROM_RESULTS
     by_path = resolve_model(f"local:{Registry().locate('qwen2.5-coder-0.5b')}")
-    assert isinstance(by_path, LocalModel) and by_path.default_system is None
+    assert isinstance(by_path, LocalModel)
+    assert (by_path.parallel_system, by_path.default_system) == (None, None)
+
+
+def test_the_several_calls_prompt_goes_only_where_a_reply_may_hold_several() -> None:
+    model = LocalModel(
+        Registry().locate("qwen2.5-coder-0.5b"), default_system="ONE", parallel_system="MANY"
+    )
+    task = [Message("user", "Weather in Oslo and Rome?")]
+    assert "MANY" in model.prompt(ModelRequest(task, TOOLS, "auto"))
+    one = model.prompt(ModelRequest(task, TOOLS, "auto", parallel_tool_calls=False))
+    assert "ONE" in one and "MANY" not in one
+    assert "ONE" not in LocalModel(Registry().locate("qwen2.5-coder-0.5b")).prompt(
+        ModelRequest(task, TOOLS, "auto", parallel_tool_calls=False)
+    )
 
 
 def test_the_call_tags_are_single_special_tokens_in_the_grammar(qwen: LocalModel) -> None:

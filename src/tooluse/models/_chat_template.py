@@ -30,14 +30,25 @@ CHATML = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 #: Qwen2.5-Coder-0.5B's system prompt where a request offering tools has none
-#: (`LocalModel.default_system`, set by the registry). Given tools natively,
-#: it writes one call and stops even where the request needs more (BFCL's
-#: `parallel`, first 50, json: 17 passed under its template's default system
-#: prompt, 27 under this one). The 1.5B is better off without it: with it, it
-#: answers the demo task by calling the calculator with a rate it made up.
+#: and a reply may hold several calls (`LocalModel.parallel_system`, set by
+#: the registry). Given tools natively, it writes one call and stops even where
+#: the request needs more (BFCL's `parallel`, first 50, json: 17 passed under
+#: its template's default system prompt, 27 under this one). The 1.5B is better
+#: off without it: with it, it answers the demo task by calling the calculator
+#: with a rate it made up.
 SEVERAL_CALLS = (
     "If the request needs several calls, make every one of them now, in one reply, "
     "one JSON object per line."
+)
+#: Qwen2.5-Coder-1.5B's system prompt where a request offering tools has none
+#: (`LocalModel.default_system`, set by the registry). Under its template's
+#: default, once a result is back it writes the same call again, round after
+#: round, and then answers with advice on caching; under this one it answers
+#: from the result ("What's the weather in Paris?": one call and the
+#: temperature, where it made three and no answer).
+ANSWER_FROM_RESULTS = (
+    "You are a helpful assistant. Call tools to get facts; once the results answer "
+    "the question, reply to the user in plain text."
 )
 #: A tool name no template would print unless it renders the tools it is given.
 _PROBE = "tooluse_template_probe"

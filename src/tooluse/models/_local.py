@@ -125,10 +125,11 @@ class LocalModel(Model):
             tokens over and over, the token that would go on with it is refused
             (None: never). It ends the loops greedy decoding falls into: a
             number's zeros, or ``,000``, written until the output cap.
-        default_system: the system prompt where a request has none of its own,
-            offers tools the model's chat template renders and allows several
-            calls per reply (the registry sets it per model; None leaves the
-            template's default).
+        default_system: the system prompt where a request has none of its own
+            and offers tools the model's chat template renders (the registry
+            sets it per model; None leaves the template's default).
+        parallel_system: the one used instead where such a request also allows
+            several calls per reply (None: `default_system` there too).
     """
 
     def __init__(
@@ -146,6 +147,7 @@ class LocalModel(Model):
         repeat_penalty: float = 1.1,
         max_run: int | None = 16,
         default_system: str | None = None,
+        parallel_system: str | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_model_path()
         if not self.path.is_file():
@@ -164,6 +166,7 @@ class LocalModel(Model):
             raise UsageError(f"max_run must be at least {2 * _MAX_PERIOD}, got {max_run}")
         self.max_run = max_run
         self.default_system = default_system
+        self.parallel_system = parallel_system
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         #: Stats of the most recent request.
@@ -218,8 +221,7 @@ class LocalModel(Model):
         """
         engine = _engine(str(self.path), self.n_ctx, self.threads)
         grammar = self.grammar_for(request)
-        several = request.parallel_tool_calls is not False
-        prompt = engine.template.render(request, self.default_system if several else None)
+        prompt = self.prompt(request)
         max_tokens = request.max_output_tokens or self.max_output_tokens
         temperature = request.temperature if request.temperature is not None else self.temperature
         mask: TokenMask | None = None
@@ -263,6 +265,13 @@ class LocalModel(Model):
                 f"the reply was cut off after {n_out} tokens, in the middle of a call"
             )
         return response
+
+    def prompt(self, request: ModelRequest) -> str:
+        """The prompt text `request` is decoded from, in the model's chat template."""
+        engine = _engine(str(self.path), self.n_ctx, self.threads)
+        several = request.parallel_tool_calls is not False
+        system = (self.parallel_system if several else None) or self.default_system
+        return engine.template.render(request, system)
 
     def _gbnf_instead(self, engine: _Engine, grammar: Grammar) -> str | None:
         """The GBNF grammar to decode under when llguidance cannot be used, else None."""

