@@ -105,6 +105,28 @@ def test_awaited_calls_through_the_module_and_inside_async_functions(agent: Make
     assert cities_called(result) == sorted(CITIES)
 
 
+# The prompt speaks of `tools.parallel` and `tools.ToolError`; small models then use
+# the module without importing it.
+def test_the_module_needs_no_import_either(agent: Make) -> None:
+    script = (
+        "temps = tools.parallel(get_weather, [{'city': c} for c in ['Paris', 'Oslo']])\n"
+        "try:\n"
+        "    tools.get_weather(town='Lima')\n"
+        "except tools.ToolError as exc:\n"
+        "    print('refused:', exc.kind)\n"
+        "print([t['temp'] for t in temps], (await tools.get_weather(city='Lima'))['temp'])\n"
+    )
+    result, stdout = run(agent, script)
+    assert stdout == "refused: validation\n[15, 12] 12\n"
+    assert cities_called(result) == sorted(CITIES)
+
+
+def test_a_script_may_use_the_module_name_for_its_own_value(agent: Make) -> None:
+    script = "tools = ['hammer']\nprint(tools[0], get_weather(city='Oslo')['temp'])\n"
+    _, stdout = run(agent, script)
+    assert stdout == "hammer 12\n"
+
+
 # The style of `import tools` and `from tools import ...` keeps working unchanged.
 def test_module_imports_still_work(agent: Make) -> None:
     script = (

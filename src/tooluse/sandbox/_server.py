@@ -518,9 +518,16 @@ def _run_script(source: str, module: types.ModuleType, tools: list[str]) -> dict
     # a global too; a builtin of the same name keeps its meaning, and a name the script
     # binds itself is the script's from then on.
     globals_ = {name: getattr(module, name) for name in tools if not hasattr(builtins, name)}
+    # The prompt speaks of `tools.parallel` and `tools.ToolError`, and scripts use
+    # them without importing the module: it is a global as well.
+    name = module.__name__
+    tool_globals = set(globals_)
+    module_global = name not in globals_ and not hasattr(builtins, name)
+    if module_global:
+        globals_[name] = module
     try:
         code = compile(
-            _awaitable_tool_calls(source, module.__name__, set(tools), set(globals_)),
+            _awaitable_tool_calls(source, name, set(tools), tool_globals, module_global),
             _SCRIPT_FILENAME,
             "exec",
             flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
@@ -563,7 +570,7 @@ _SCHEDULERS = frozenset({"gather", "create_task", "ensure_future", "wait", "as_c
 
 
 def _awaitable_tool_calls(
-    source: str, module_name: str, names: set[str], globals_: set[str]
+    source: str, module_name: str, names: set[str], globals_: set[str], module_global: bool
 ) -> str | ast.Module:
     """Let a script await its tool calls, as scripts written for async tool APIs do.
 
@@ -576,7 +583,7 @@ def _awaitable_tool_calls(
         return source
     tree = ast.parse(source, _SCRIPT_FILENAME)
     tools = set(globals_)
-    modules: set[str] = set()
+    modules = {module_name} if module_global else set()
     rebound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == module_name and node.level == 0:
@@ -593,6 +600,7 @@ def _awaitable_tool_calls(
         elif isinstance(node, ast.arg):
             rebound.add(node.arg)
     tools -= rebound
+    modules -= rebound
 
     def is_tool_call(node: ast.expr) -> bool:
         if not isinstance(node, ast.Call):
