@@ -6,6 +6,9 @@ import json
 
 import pytest
 
+from tooluse.conventions import JsonConvention
+from tooluse.conventions._base import Retry
+from tooluse.models import ModelResponse
 from tooluse.models._local_calls import read_calls
 
 TOOLS = ["get_weather", "get_rate", "math.factorial"]
@@ -129,3 +132,13 @@ def test_a_result_the_reply_writes_itself_is_dropped_and_reported() -> None:
     # An unclosed call before the invented result is still reported as such.
     unclosed = read_calls(f'<tool_call>{{"name": "get_weather"\n{invented}', TOOLS)
     assert any("never closed" in p for p in unclosed.problems)
+
+
+def test_a_reply_whose_only_call_was_an_invented_result_is_told_to_wait_for_results() -> None:
+    invented = '<tool_response>\n{"name": "get_weather", "content": {"temp": 3}}\n</tool_response>'
+    read = read_calls(f"Let me check.\n{invented}", TOOLS)
+    response = ModelResponse(content=read.content, tool_calls=read.calls, problems=read.problems)
+    retry = JsonConvention().interpret(response)
+    assert isinstance(retry, Retry)
+    assert "dropped" in retry.feedback
+    assert "its result comes back in the next message" in retry.feedback

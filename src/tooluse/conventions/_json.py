@@ -9,6 +9,12 @@ from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
 __all__ = ["JsonConvention"]
 
 EMPTY_REPLY = "Your last reply was empty. Call a tool, or give your final answer as text."
+#: After a reply whose only calls were unusable: cut off, malformed, or followed
+#: by a result the model wrote itself.
+UNUSABLE_CALL = (
+    "Write the call again, complete, and stop after it: its result comes back in the "
+    "next message. Or give your final answer as text."
+)
 
 
 class JsonConvention(Convention):
@@ -25,7 +31,7 @@ class JsonConvention(Convention):
         if response.tool_calls:
             return Calls(response.tool_calls, notes=problems)
         if problems:
-            return Retry(" ".join(problems) + " Call the tool again with a complete call.")
+            return Retry(" ".join([*problems, UNUSABLE_CALL]))
         if response.content is None or not response.content.strip():
             return Retry(EMPTY_REPLY)
         return Answer(response.content)
