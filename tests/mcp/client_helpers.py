@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -109,3 +110,51 @@ class HttpServer:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()
             self.process = None
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+@dataclass
+class EverythingHttp:
+    """The npm reference server over Streamable HTTP (it keeps sessions), restartable
+    on the same port."""
+
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> None:
+        if not self.port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                self.port = probe.getsockname()[1]
+        prefix = installed(CACHE / "npm" / "everything")
+        command = ["npx", "--prefix", str(prefix), "--no-install", "mcp-server-everything"]
+        process = self.process = subprocess.Popen(
+            [*command, "streamableHttp"],
+            env={**os.environ, "PORT": str(self.port)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # npx and the node it starts, killed together
+        )
+        wait_for(
+            lambda: process.poll() is not None or _listening(self.port), "the server to listen"
+        )
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}")
+
+    def kill(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            self.process = None
+            wait_for(lambda: not _listening(self.port), "the port to be free")

@@ -12,11 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
-from client_helpers import HttpServer, alive, misbehaving, wait_for
+from client_helpers import EverythingHttp, HttpServer, alive, misbehaving, wait_for
 
 from tooluse import Agent, RunResult, Toolbox
 from tooluse.mcp import MCPClient, MCPStartError
+from tooluse.mcp._client import _SessionWatch
 from tooluse.models import ScriptedModel
 
 pytestmark = pytest.mark.usefixtures("no_children_left")
@@ -217,3 +219,52 @@ async def test_on_the_callers_loop_a_hang_times_out_and_a_death_is_reported(
     assert died.error is not None and "dying on purpose" in died.error
     assert echoed.result == "back"
     assert not alive(int(pid_file.read_text()))
+
+
+def test_a_call_refused_for_a_session_the_restarted_server_forgot_is_sent_again() -> None:
+    # Nothing is called while the server is down, so the first the client learns of
+    # the restart is the new server refusing the session the call was sent in; a
+    # refused call never ran, and goes again in a new session.
+    server = EverythingHttp()
+    server.start()
+    try:
+        with MCPClient.http(server.url) as client:
+            box = client.toolbox()
+            before = run(box, [call("echo", message="one"), {"content": "one"}])
+            server.kill()
+            server.start()  # the same port
+            after = run(
+                box,
+                [
+                    call("echo", message="two"),
+                    call("echo", "c2", message="three"),
+                    {"content": "ok"},
+                ],
+            )
+    finally:
+        server.kill()
+    assert before.calls[0].result == "Echo: one"
+    assert [c.error for c in after.calls] == [None, None]
+    assert [c.result for c in after.calls] == ["Echo: two", "Echo: three"]
+
+
+@pytest.mark.parametrize(
+    ("method", "session", "status", "body", "refused"),
+    [
+        ("POST", True, 404, b'{"error": {"message": "Session not found"}}', True),
+        ("POST", True, 404, b"", True),
+        ("POST", True, 400, b'{"error": {"message": "No valid session ID provided"}}', True),
+        ("POST", True, 400, b'{"error": {"message": "Invalid params"}}', False),
+        ("POST", False, 404, b"Not Found", False),
+        ("GET", True, 404, b"", False),
+        ("POST", True, 500, b"session store failed", False),
+    ],
+)
+async def test_what_counts_as_the_server_refusing_the_session(
+    method: str, session: bool, status: int, body: bytes, refused: bool
+) -> None:
+    headers = {"mcp-session-id": "abc"} if session else {}
+    request = httpx2.Request(method, "http://127.0.0.1:1/mcp", headers=headers)
+    watch = _SessionWatch()
+    await watch.observe(httpx2.Response(status, content=body, request=request))
+    assert watch.refused is refused

@@ -8,7 +8,9 @@ timeout cancels the call there (the SDK itself would wait forever on stdio).
 A connection that is lost (the server exited, or a call found it gone) is opened
 again before the next call: a server killed between two runs is started again by
 the second. A call is never sent twice: one that was under way when the
-connection broke fails with the reason.
+connection broke fails with the reason. The one exception never ran: a call an
+HTTP server refused because it no longer knows the session (it restarted) is sent
+once more in a new session, as the protocol asks.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self, TypeVar
 
+import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client import Transport
@@ -101,6 +104,38 @@ class _Watched:
         await self.aclose()
 
 
+class _SessionWatch:
+    """Notes an HTTP server refusing the session, which only the HTTP exchange shows.
+
+    The spec's answer to a request in a session the server no longer knows (it
+    restarted, or ended the session) is 404, and the client is to open a new one;
+    some servers answer 400 and say so in the body. The SDK hands the call back as
+    a protocol error that does not tell this apart from others.
+    """
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    async def observe(self, response: httpx2.Response) -> None:
+        request = response.request
+        if request.method != "POST" or "mcp-session-id" not in request.headers:
+            return
+        if response.status_code == 404:
+            self.refused = True
+        elif response.status_code == 400:
+            body = await response.aread()
+            self.refused = self.refused or b"session" in body.lower()
+
+
+@asynccontextmanager
+async def _http(url: str, watch: _SessionWatch) -> AsyncIterator[Any]:
+    # The SDK's own defaults: a response stream may stay open for minutes.
+    hooks = {"response": [watch.observe]}
+    http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0), event_hooks=hooks)
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        yield streams
+
+
 @asynccontextmanager
 async def _watched(transport: Transport, on_end: Any) -> AsyncIterator[Any]:
     async with transport as (read, write):
@@ -110,8 +145,9 @@ async def _watched(transport: Transport, on_end: Any) -> AsyncIterator[Any]:
 class _Connection:
     """One session with the server, held open by a task on the client's loop."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, session: _SessionWatch) -> None:
         self.client = Client(_watched(transport, self.mark_lost))
+        self.session = session
         self.lost = False
         self.tools: list[types.Tool] = []
         self.server_name = ""
@@ -218,9 +254,9 @@ class _Runtime:
 
     # -- on the loop ------------------------------------------------------------
 
-    def transport(self) -> Transport:
+    def transport(self, session: _SessionWatch) -> Transport:
         if isinstance(self.target, str):
-            return streamable_http_client(self.target)
+            return _http(self.target, session)
         if self._stderr is not None:
             self._stderr.close()
         # The server's stderr is kept, not shown: it is quoted when the server fails.
@@ -254,7 +290,8 @@ class _Runtime:
                 return current
             if current is not None:
                 await current.close()
-            connection = _Connection(self.transport())
+            session = _SessionWatch()
+            connection = _Connection(self.transport(session), session)
             try:
                 await connection.open(self.connect_timeout)
             except TimeoutError:
@@ -332,7 +369,9 @@ class _Runtime:
         outcome.add_done_callback(cancel_there)
         return outcome
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, resent: bool = False
+    ) -> types.CallToolResult:
         current = self.connection
         connection = current if current is not None and not current.lost else await self.connect()
         try:
@@ -346,6 +385,10 @@ class _Runtime:
                 # Over HTTP a restarted server no longer knows the session and refuses
                 # every call in it; a fresh session costs one handshake.
                 connection.mark_lost()
+                if connection.session.refused and not resent:
+                    # Refused before it ran, so sending it again in a new session
+                    # (as the protocol asks) cannot run it twice.
+                    return await self.call(name, arguments, resent=True)
                 again = "; the next call opens a new session"
             raise MCPCallError(
                 f"the MCP server answered with an error: {exc.message} (code {exc.code}){again}"
