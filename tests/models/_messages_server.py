@@ -10,6 +10,7 @@ kept in `violations` so tests can assert there were none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,6 +113,10 @@ def check_request(received: Received) -> str | None:
     return _check_messages(body.get("messages"))
 
 
+#: The API's rule for a tool's name.
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
 def _check_tools(tools: object) -> set[str] | str:
     if tools is None:
         return set()
@@ -121,6 +126,8 @@ def _check_tools(tools: object) -> set[str] | str:
     for index, tool in enumerate(tools):
         if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
             return f"tools.{index}.name: field required"
+        if not _TOOL_NAME.fullmatch(tool["name"]):
+            return f"tools.{index}.name: String should match pattern '{_TOOL_NAME.pattern}'"
         schema = tool.get("input_schema")
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             return f"tools.{index}.input_schema: must be an object schema"

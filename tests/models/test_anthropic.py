@@ -796,3 +796,53 @@ async def test_server_failure_mid_run_keeps_what_was_done(server: MessagesServer
 
     assert result.status == "error" and "prompt is too long" in (result.error or "")
     assert [c.result for c in result.calls] == ["Nairobi"]
+
+
+def _factorial_tool(seen: list[int]) -> Tool:
+    def factorial(number: int) -> int:
+        seen.append(number)
+        result = 1
+        for i in range(2, number + 1):
+            result *= i
+        return result
+
+    schema = {
+        "type": "object",
+        "properties": {"number": {"type": "integer"}},
+        "required": ["number"],
+    }
+    return Tool.from_schema("math.factorial", "Factorial of a number.", schema, factorial)
+
+
+async def test_dotted_tool_names_are_mapped_on_the_wire_and_back(server: MessagesServer) -> None:
+    seen: list[int] = []
+    server.enqueue(
+        message(tool_use("toolu_a", "math_factorial", {"number": 5})),
+        message(text("120")),
+    )
+    backend = connect(server.base_url)
+    agent = Agent(backend, [_factorial_tool(seen)], tool_choice="math.factorial")
+    result = await agent.arun("5!")
+    await backend.aclose()
+    assert server.violations == []
+    assert result.status == "completed" and seen == [5]
+    assert [c.name for c in result.calls] == ["math.factorial"]
+    first, second = (r.json for r in server.requests)
+    assert [t["name"] for t in first["tools"]] == ["math_factorial"]
+    assert first["tool_choice"] == {"type": "tool", "name": "math_factorial"}
+    [history_call] = [b for b in second["messages"][1]["content"] if b["type"] == "tool_use"]
+    assert history_call["name"] == "math_factorial"
+
+
+async def test_the_test_server_refuses_a_name_the_api_refuses(server: MessagesServer) -> None:
+    client = anthropic.AsyncAnthropic(api_key="k", base_url=server.base_url, max_retries=0)
+    tool = {"name": "math.factorial", "input_schema": {"type": "object"}}
+    with pytest.raises(anthropic.BadRequestError, match="should match pattern"):
+        await client.messages.create(
+            model="m",
+            max_tokens=8,
+            messages=[{"role": "user", "content": "Hi"}],
+            tools=[tool],  # type: ignore[list-item]
+        )
+    await client.close()
+    server.violations.clear()

@@ -266,3 +266,36 @@ async def test_a_malformed_event_is_a_clear_error(
     server.enqueue(Stream([start(), b"event: content_block_start\ndata: {oops\n\n"]))
     with pytest.raises(ModelResponseError, match=r"stream event that is not JSON.*oops"):
         await model.respond_stream(ask(), lambda _: None)
+
+
+async def test_a_dotted_name_streams_as_the_tools_own(server: MessagesServer) -> None:
+    from tooluse import Tool
+
+    def factorial(number: int) -> int:
+        return 120 if number == 5 else 0
+
+    schema = {
+        "type": "object",
+        "properties": {"number": {"type": "integer"}},
+        "required": ["number"],
+    }
+    dotted = Tool.from_schema("math.factorial", "Factorial of a number.", schema, factorial)
+    server.enqueue(
+        Stream(
+            [
+                start(),
+                *tool_block(0, "toolu_1", "math_factorial", '{"number": 5}'),
+                *end("tool_use"),
+            ]
+        )
+    )
+    backend = connect(server.base_url)
+    pieces: list[Delta] = []
+    request = ModelRequest(messages=[Message("user", "5!")], tools=[dotted])
+    response = await backend.respond_stream(request, pieces.append)
+    await backend.aclose()
+    assert server.violations == []
+    assert pieces[0] == CallDelta(0, "toolu_1", "math.factorial")
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("math.factorial", '{"number": 5}')
+    ]

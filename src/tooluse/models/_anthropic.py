@@ -44,7 +44,16 @@ from .._exceptions import (
 )
 from .._messages import Message, ToolCall, Usage
 from ..tools._render import to_anthropic
-from ._base import CallDelta, Delta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
+from ._base import (
+    CallDelta,
+    Delta,
+    DeltaSink,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    wire_names,
+)
 from ._retry import (
     Failure,
     RetryPolicy,
@@ -138,7 +147,7 @@ class AnthropicChat(Model):
     async def respond(self, request: ModelRequest) -> ModelResponse:
         if self._closed:
             raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params = self._params(request)
+        params, names = self._params(request)
 
         async def attempt() -> bytes:
             raw = await self._client.messages.with_raw_response.create(**params)
@@ -152,7 +161,7 @@ class AnthropicChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        return self._read(body)
+        return _own_names(self._read(body), names)
 
     async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
         """`respond`, streamed: text and ``input_json_delta`` pieces passed on as they arrive.
@@ -164,8 +173,9 @@ class AnthropicChat(Model):
         """
         if self._closed:
             raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params = self._params(request)
+        params, names = self._params(request)
         params["stream"] = True
+        ours = {wire: name for name, wire in names.items()}
         passed = 0
 
         def pass_on(delta: Delta) -> None:
@@ -186,7 +196,7 @@ class AnthropicChat(Model):
             )
 
         async def attempt() -> dict[str, Any]:
-            reading = _EventReader(pass_on)
+            reading = _EventReader(pass_on, ours)
             stream = await self._client.messages.create(**params)
             try:
                 async for event in stream:
@@ -229,7 +239,7 @@ class AnthropicChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        return self._read(json.dumps(data).encode())
+        return _own_names(self._read(json.dumps(data).encode()), names)
 
     def _stream_failure(self, exc: anthropic.AnthropicError) -> Failure:
         return exc.failure if isinstance(exc, _Classified) else self._failure(exc)
@@ -242,8 +252,13 @@ class AnthropicChat(Model):
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest) -> dict[str, Any]:
+    def _params(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, str]]:
+        names = wire_names([t.name for t in request.tools])
         system, messages = anthropic_messages(request.messages)
+        for message in messages if names else ():
+            for block in message["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    block["name"] = names.get(block["name"], block["name"])
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_output_tokens or self.max_tokens,
@@ -253,8 +268,14 @@ class AnthropicChat(Model):
         if system is not None:
             params["system"] = system
         if request.tools:
-            params["tools"] = [to_anthropic(t) for t in request.tools]
+            tools = [to_anthropic(t) for t in request.tools]
+            for rendered in tools:
+                rendered["name"] = names.get(rendered["name"], rendered["name"])
+            params["tools"] = tools
             params["tool_choice"] = _tool_choice(request)
+            if "name" in params["tool_choice"]:
+                choice = params["tool_choice"]["name"]
+                params["tool_choice"]["name"] = names.get(choice, choice)
             if request.parallel_tool_calls is False and request.tool_choice != "none":
                 params["tool_choice"]["disable_parallel_tool_use"] = True
         elif request.tool_choice not in ("auto", "none"):
@@ -265,7 +286,7 @@ class AnthropicChat(Model):
             # Recent SDKs dropped sampling parameters from create(); the field
             # still goes in the body for the models that accept it.
             params["extra_body"] = {"temperature": request.temperature}
-        return params
+        return params, names
 
     # --- the response -----------------------------------------------------------------
 
@@ -363,8 +384,9 @@ def _event_failure(exc: anthropic.APIStatusError, server: str) -> Failure:
 class _EventReader:
     """Assembles Messages API stream events into the message body they stream."""
 
-    def __init__(self, on_delta: DeltaSink) -> None:
+    def __init__(self, on_delta: DeltaSink, names: Mapping[str, str]) -> None:
         self._on_delta = on_delta
+        self._names = names
         self._message: dict[str, Any] = {}
         self._usage: dict[str, Any] = {}
         self._blocks: dict[int, dict[str, Any]] = {}
@@ -389,7 +411,8 @@ class _EventReader:
             elif block.get("type") == "tool_use":
                 place = self._call_index[event.index] = len(self._call_index)
                 self._json[event.index] = []
-                self._on_delta(CallDelta(place, block.get("id"), block.get("name")))
+                name = block.get("name")
+                self._on_delta(CallDelta(place, block.get("id"), self._names.get(name, name)))
         elif kind == "content_block_delta":
             self._delta(event.index, event.delta)
         elif kind == "message_delta":
@@ -457,6 +480,16 @@ def _input(arguments: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"_raw": arguments}
     return value if isinstance(value, dict) else {"_raw": arguments}
+
+
+def _own_names(response: ModelResponse, names: Mapping[str, str]) -> ModelResponse:
+    """`response` with the calls' wire names (`wire_names`) turned back into the tools' own."""
+    if names:
+        ours = {wire: name for name, wire in names.items()}
+        response.tool_calls = [
+            ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
+        ]
+    return response
 
 
 def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -123,3 +124,28 @@ class Model(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections or processes the backend holds."""
+
+
+_WIRE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def wire_names(names: Sequence[str]) -> dict[str, str]:
+    """Names the chat-completions API refuses (``math.factorial``), mapped to ones it takes.
+
+    Only names that need it are mapped; a replacement never collides with
+    another tool's name. Replies are mapped back, so the rest of the runtime
+    only ever sees the tools' own names.
+    """
+    taken = {n for n in names if _WIRE_NAME.match(n)}
+    mapped: dict[str, str] = {}
+    for name in names:
+        if _WIRE_NAME.match(name):
+            continue
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60] or "tool"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        mapped[name] = candidate
+    return mapped

@@ -7,7 +7,6 @@ llama.cpp's server and most hosted gateways.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,16 @@ except ImportError:  # pragma: no cover - older SDKs
 from .._exceptions import ModelError, ModelResponseError, UsageError
 from .._messages import ToolCall, Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
-from ._base import CallDelta, Delta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
+from ._base import (
+    CallDelta,
+    Delta,
+    DeltaSink,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    wire_names,
+)
 from ._retry import (
     Failure,
     RetryPolicy,
@@ -475,31 +483,6 @@ class _ChunkReader:
         if self._usage is not None:
             body["usage"] = self._usage
         return body
-
-
-_WIRE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-def wire_names(names: Sequence[str]) -> dict[str, str]:
-    """Names the chat-completions API refuses (``math.factorial``), mapped to ones it takes.
-
-    Only names that need it are mapped; a replacement never collides with
-    another tool's name. Replies are mapped back, so the rest of the runtime
-    only ever sees the tools' own names.
-    """
-    taken = {n for n in names if _WIRE_NAME.match(n)}
-    mapped: dict[str, str] = {}
-    for name in names:
-        if _WIRE_NAME.match(name):
-            continue
-        base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60] or "tool"
-        candidate, n = base, 1
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        taken.add(candidate)
-        mapped[name] = candidate
-    return mapped
 
 
 def _tool_choice(request: ModelRequest) -> str | dict[str, Any]:
