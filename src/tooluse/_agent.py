@@ -371,6 +371,44 @@ class Agent:
             raise
         return run.end()
 
+    def resume_stream(
+        self,
+        result: RunResult,
+        decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
+        *,
+        expect: Expect | Sequence[Expect] = (),
+    ) -> RunStream:
+        """`aresume`, giving the resumed run's events as `stream` does.
+
+        The decisions are checked at once: `ResumeError` is raised here, with
+        nothing run, where `resume` would raise it. The events are those of
+        the run from where it stopped; the ``done`` event's result holds the
+        whole run, as `resume` returns it.
+        """
+        run = self._reopen(result, decisions, expect)
+        return open_stream(self, run, run.task, (), paused=result.paused)
+
+    def resume_stream_sync(
+        self,
+        result: RunResult,
+        decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
+        *,
+        expect: Expect | Sequence[Expect] = (),
+    ) -> SyncRunStream:
+        """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UsageError(
+                "Agent.resume_stream_sync() was called inside a running event loop; "
+                "use Agent.resume_stream()"
+            )
+        run = self._reopen(result, decisions, expect)
+        stream = open_stream(self, run, run.task, (), paced=True, paused=result.paused)
+        return SyncRunStream(stream)
+
     def _reopen(
         self,
         result: RunResult,

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Gener
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ._approval import ApprovalRequest
+from ._approval import ApprovalRequest, Paused
 from ._loop import RunCalls, RunScript, RunState
 from ._messages import Message, Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -433,11 +433,13 @@ def open_stream(
     history: Sequence[Message],
     *,
     paced: bool = False,
+    paused: Paused | None = None,
 ) -> RunStream:
     """The stream of `run`, not started until its first event is asked for.
 
     `paced`: calls and scripts wait to start until the consumer has taken every
     event before them (it draws them first: `stream_sync`, the terminal).
+    `paused`: where a resumed run goes on from (`Agent.resume_stream`).
     """
     if agent.context is not None:
         run.state.tracing = True  # the harness's offloads reach the stream as events
@@ -445,7 +447,7 @@ def open_stream(
     async def play(hooks: StreamHooks) -> None:
         if agent.context is not None:
             run.sinks.append(hooks.trace)
-        await agent._play(run, task, history, hooks=hooks)
+        await agent._play(run, task, history, paused=paused, hooks=hooks)
 
     ending = _Ending(run)
     return RunStream(_events(run, play, ending, paced), ending)

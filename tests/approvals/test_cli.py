@@ -83,6 +83,15 @@ def test_yes_runs_the_call_after_showing_it(workdir: Path) -> None:
     assert "Done." in proc.stdout
 
 
+def test_the_question_reads_as_written_and_the_resumed_run_streams(workdir: Path) -> None:
+    proc = run(workdir, "y\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "run it? [y]es / [N]o / [e]dit the arguments:" in proc.stderr
+    after = proc.stderr.split("run it?", 1)[1]
+    # The answer's text is drawn as it streams, after the call that was approved.
+    assert after.index("send_money") < after.index("Done.")
+
+
 def test_no_or_no_answer_denies_it(workdir: Path) -> None:
     for answers in ("n\n", ""):
         proc = run(workdir, answers)

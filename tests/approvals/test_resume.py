@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, Approval, ResumeError, RunResult
+from tooluse import (
+    Agent,
+    Approval,
+    CallEndEvent,
+    CallStartEvent,
+    DoneEvent,
+    ResumeError,
+    RunResult,
+    ScriptOutputEvent,
+)
 from tooluse.models import ScriptedModel
 
 from ._bank import LANDLORD, Bank, call, calls, defer, fenced
@@ -239,3 +248,56 @@ def test_the_paused_state_survives_json(agents: list[Agent]) -> None:
     text = json.dumps(result.to_dict())
     again = RunResult.from_dict(json.loads(text))
     assert again.to_dict() == result.to_dict()
+
+
+async def test_a_resumed_run_streams_from_where_it_stopped(agents: list[Agent]) -> None:
+    bank = Bank()
+    turn = calls(("c1", "get_contacts", {}), ("c2", "send_money", PAY))
+    agent = agent_for(agents, bank, [turn, {"content": "paid"}])
+    result = await agent.arun("pay the rent")
+    assert result.status == "needs_approval"
+
+    stream = agent.resume_stream(result, {"c2": True})
+    events = [event async for event in stream]
+
+    # Only what happens after the pause: the approved call, then the answer.
+    started = [e.id for e in events if isinstance(e, CallStartEvent)]
+    ended = [e.id for e in events if isinstance(e, CallEndEvent)]
+    assert started == ended == ["c2"]
+    assert isinstance(events[-1], DoneEvent)
+    done = events[-1].result
+    assert done.status == "completed" and done.answer == "paid"
+    assert [c.name for c in done.calls] == ["get_contacts", "send_money"]
+    assert bank.sent == [(LANDLORD, 900.0)]
+
+
+def test_a_script_paused_at_a_call_streams_its_output_on_resume(agents: list[Agent]) -> None:
+    script = (
+        "import tools\n"
+        "print('read', len(tools.read_inbox()))\n"
+        f"print(tools.send_money({LANDLORD!r}, 900))\n"
+    )
+    bank = Bank()
+    agent = agent_for(agents, bank, [fenced(script), {"content": "paid"}], convention="code")
+    result = agent.run("pay the rent")
+    (request,) = result.pending
+
+    with agent.resume_stream_sync(result, {request.call_id: True}) as stream:
+        events = list(stream)
+    printed = [e.line for e in events if isinstance(e, ScriptOutputEvent)]
+    assert printed == ["read 1", f"sent 900 to {LANDLORD}"]
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.result.status == "completed"
+    assert bank.reads == 1 and bank.sent == [(LANDLORD, 900.0)]
+
+
+def test_a_bad_resume_of_a_stream_is_refused_before_any_event(agents: list[Agent]) -> None:
+    bank = Bank()
+    agent, result = paused_json(agents, bank)
+    with pytest.raises(ResumeError):
+        agent.resume_stream_sync(result, {"nope": True})
+    with pytest.raises(ResumeError):
+        agent.resume_stream(result, {"c2": {"recipient": 5}} | {"c9": True})
+    assert bank.sent == []
+    # The refusals used nothing up: the run still resumes.
+    assert agent.resume(result, {"c2": True}).status == "completed"

@@ -212,7 +212,8 @@ def _decide(request: ApprovalRequest) -> bool | dict[str, Any]:
     )
     while True:
         try:
-            answer = err.input("run it? [y]es / [N]o / [e]dit the arguments: ").strip().lower()
+            asked = escape("run it? [y]es / [N]o / [e]dit the arguments: ")
+            answer = err.input(asked).strip().lower()
             if answer in ("y", "yes"):
                 return True
             if answer in ("", "n", "no"):
@@ -234,7 +235,11 @@ def _run_asking(agent: Agent, task: str, live: LiveView | None = None) -> RunRes
     result = live.run(agent, task) if live is not None else agent.run(task)
     while result.status == "needs_approval":
         decisions = {request.call_id: _decide(request) for request in result.pending}
-        result = agent.resume(result, decisions)
+        result = (
+            live.resume(agent, result, decisions)
+            if live is not None
+            else agent.resume(result, decisions)
+        )
     return result
 
 
@@ -342,7 +347,7 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
 
         def render(event: dict[str, Any]) -> None:
             # Streamed, calls and scripts are drawn from the stream; the loop's notes to
-            # the model, the scope, and a resumed run (not streamed), from the trace.
+            # the model and the scope, from the trace.
             if not live.streaming or event.get("event") in ("feedback", "scope"):
                 _render_event(event)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -21,6 +21,7 @@ from .._stream import (
     ScriptOutputEvent,
     ScriptStartEvent,
     StreamEvent,
+    SyncRunStream,
     TextEvent,
 )
 
@@ -40,12 +41,20 @@ class LiveView:
         self.render_record = render_record
         self._in_text = False
         self._shown: set[str] = set()
-        #: Whether a streamed run is being drawn (a resumed run after it is not streamed).
+        #: Whether a streamed run is being drawn.
         self.streaming = False
 
     def run(self, agent: Agent, task: str) -> RunResult:
         """Run `task` streamed; Ctrl-C stops it and returns what was done (status cancelled)."""
-        events = agent.stream_sync(task)
+        return self._draw(agent.stream_sync(task))
+
+    def resume(
+        self, agent: Agent, result: RunResult, decisions: Mapping[str, bool | dict[str, Any]]
+    ) -> RunResult:
+        """Resume a run that stopped for approval, streamed as `run` is."""
+        return self._draw(agent.resume_stream_sync(result, decisions))
+
+    def _draw(self, events: SyncRunStream) -> RunResult:
         self.streaming = True
         try:
             for event in events:
