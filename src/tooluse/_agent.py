@@ -48,6 +48,15 @@ if TYPE_CHECKING:
 __all__ = ["Agent"]
 
 
+def _outside_a_loop(method: str, instead: str) -> None:
+    """Refuse a blocking call made inside a running event loop, saying what to use."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError(f"{method} was called inside a running event loop; {instead}")
+
+
 class Agent:
     """Runs a task: asks the model, executes the calls it makes, until it answers.
 
@@ -235,14 +244,7 @@ class Agent:
         ``cancelled``: what was recorded before the interrupt is kept, and the
         caller decides whether to stop.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise UsageError(
-                "Agent.run() was called inside a running event loop; await Agent.arun()"
-            )
+        _outside_a_loop("Agent.run()", "await Agent.arun()")
         run = self._open(task, expect)
         try:
             # asyncio.run turns the first Ctrl-C into a cancellation of the run
@@ -307,14 +309,7 @@ class Agent:
         result); Ctrl-C ends the events with a ``done`` whose result has status
         ``cancelled``, as `run` returns one.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise UsageError(
-                "Agent.stream_sync() was called inside a running event loop; use Agent.stream()"
-            )
+        _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
         run = self._open(task, expect)
         return SyncRunStream(open_stream(self, run, task, history, paced=True))
 
@@ -340,14 +335,7 @@ class Agent:
         approval, was resumed already, or the decisions do not fit its
         pending calls.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise UsageError(
-                "Agent.resume() was called inside a running event loop; await Agent.aresume()"
-            )
+        _outside_a_loop("Agent.resume()", "await Agent.aresume()")
         run = self._reopen(result, decisions, expect)
         try:
             asyncio.run(self._play(run, run.task, (), paused=result.paused))
@@ -396,15 +384,7 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
     ) -> SyncRunStream:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise UsageError(
-                "Agent.resume_stream_sync() was called inside a running event loop; "
-                "use Agent.resume_stream()"
-            )
+        _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
         run = self._reopen(result, decisions, expect)
         stream = open_stream(self, run, run.task, (), paced=True, paused=result.paused)
         return SyncRunStream(stream)

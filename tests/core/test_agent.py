@@ -458,3 +458,19 @@ def test_the_unmade_call_note_comes_once_and_never_in_the_last_round() -> None:
     )
     result = Agent(after, seed_tools).run("2+2?")
     assert result.answer == "calculator(...) returned 4.0" and len(after.requests) == 2
+
+
+async def test_the_blocking_entry_points_refuse_a_running_event_loop() -> None:
+    agent = Agent(ScriptedModel([{"content": "hi"}, {"content": "again"}]), seed_tools)
+    done = await agent.arun("t")
+    for call, instead in [
+        (lambda: agent.run("t"), "await Agent.arun()"),
+        (lambda: agent.stream_sync("t"), "use Agent.stream()"),
+        (lambda: agent.resume(done, {}), "await Agent.aresume()"),
+        (lambda: agent.resume_stream_sync(done, {}), "use Agent.resume_stream()"),
+    ]:
+        with pytest.raises(UsageError, match="inside a running event loop") as caught:
+            call()
+        assert instead in str(caught.value)
+    # Nothing ran: the model's second reply is still there for an awaited run.
+    assert (await agent.arun("t")).answer == "again"
