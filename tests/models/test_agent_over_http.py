@@ -15,6 +15,7 @@ from tooluse import Agent
 from tooluse.models import OpenAIChat
 
 from ._chat_server import ChatServer, Reply, completion, error_body, tool_call
+from ._dotted import dotted_factorial
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,23 +104,8 @@ def test_cli_against_the_server(server: ChatServer) -> None:
 
 
 async def test_dotted_tool_names_are_mapped_on_the_wire_and_back(server: ChatServer) -> None:
-    from tooluse import Tool
-
     seen: list[int] = []
-
-    def factorial(number: int) -> int:
-        seen.append(number)
-        result = 1
-        for i in range(2, number + 1):
-            result *= i
-        return result
-
-    dotted = Tool.from_schema(
-        "math.factorial",
-        "Factorial of a number.",
-        {"type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]},
-        factorial,
-    )
+    dotted = dotted_factorial(seen)
     server.enqueue(
         completion(tool_calls=[tool_call("a", "math_factorial", {"number": 5})]),
         completion("120"),

@@ -28,6 +28,7 @@ from tooluse.models._base import ModelRequest
 from tooluse.tools import Tool, tool
 from tooluse.tools._render import to_anthropic
 
+from ._dotted import dotted_factorial
 from ._messages_server import (
     MessagesServer,
     Received,
@@ -798,22 +799,6 @@ async def test_server_failure_mid_run_keeps_what_was_done(server: MessagesServer
     assert [c.result for c in result.calls] == ["Nairobi"]
 
 
-def _factorial_tool(seen: list[int]) -> Tool:
-    def factorial(number: int) -> int:
-        seen.append(number)
-        result = 1
-        for i in range(2, number + 1):
-            result *= i
-        return result
-
-    schema = {
-        "type": "object",
-        "properties": {"number": {"type": "integer"}},
-        "required": ["number"],
-    }
-    return Tool.from_schema("math.factorial", "Factorial of a number.", schema, factorial)
-
-
 async def test_dotted_tool_names_are_mapped_on_the_wire_and_back(server: MessagesServer) -> None:
     seen: list[int] = []
     server.enqueue(
@@ -821,7 +806,7 @@ async def test_dotted_tool_names_are_mapped_on_the_wire_and_back(server: Message
         message(text("120")),
     )
     backend = connect(server.base_url)
-    agent = Agent(backend, [_factorial_tool(seen)], tool_choice="math.factorial")
+    agent = Agent(backend, [dotted_factorial(seen)], tool_choice="math.factorial")
     result = await agent.arun("5!")
     await backend.aclose()
     assert server.violations == []

@@ -14,6 +14,7 @@ from tooluse.models import AnthropicChat, CallDelta, Delta, TextDelta
 from tooluse.models._base import ModelRequest
 
 from ._chat_server import Stream, sse
+from ._dotted import dotted_factorial
 from ._messages_server import MessagesServer, message, text, tool_use
 
 
@@ -269,17 +270,7 @@ async def test_a_malformed_event_is_a_clear_error(
 
 
 async def test_a_dotted_name_streams_as_the_tools_own(server: MessagesServer) -> None:
-    from tooluse import Tool
-
-    def factorial(number: int) -> int:
-        return 120 if number == 5 else 0
-
-    schema = {
-        "type": "object",
-        "properties": {"number": {"type": "integer"}},
-        "required": ["number"],
-    }
-    dotted = Tool.from_schema("math.factorial", "Factorial of a number.", schema, factorial)
+    dotted = dotted_factorial([])
     server.enqueue(
         Stream(
             [

@@ -52,6 +52,7 @@ from ._base import (
     ModelRequest,
     ModelResponse,
     TextDelta,
+    own_names,
     wire_names,
 )
 from ._retry import (
@@ -161,7 +162,7 @@ class AnthropicChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        return _own_names(self._read(body), names)
+        return own_names(self._read(body), names)
 
     async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
         """`respond`, streamed: text and ``input_json_delta`` pieces passed on as they arrive.
@@ -239,7 +240,7 @@ class AnthropicChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        return _own_names(self._read(json.dumps(data).encode()), names)
+        return own_names(self._read(json.dumps(data).encode()), names)
 
     def _stream_failure(self, exc: anthropic.AnthropicError) -> Failure:
         return exc.failure if isinstance(exc, _Classified) else self._failure(exc)
@@ -480,16 +481,6 @@ def _input(arguments: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"_raw": arguments}
     return value if isinstance(value, dict) else {"_raw": arguments}
-
-
-def _own_names(response: ModelResponse, names: Mapping[str, str]) -> ModelResponse:
-    """`response` with the calls' wire names (`wire_names`) turned back into the tools' own."""
-    if names:
-        ours = {wire: name for name, wire in names.items()}
-        response.tool_calls = [
-            ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
-        ]
-    return response
 
 
 def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:

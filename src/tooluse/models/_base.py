@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -149,3 +149,13 @@ def wire_names(names: Sequence[str]) -> dict[str, str]:
         taken.add(candidate)
         mapped[name] = candidate
     return mapped
+
+
+def own_names(response: ModelResponse, names: Mapping[str, str]) -> ModelResponse:
+    """`response` with the calls' wire names (`wire_names`) turned back into the tools' own."""
+    if names:
+        ours = {wire: name for name, wire in names.items()}
+        response.tool_calls = [
+            ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
+        ]
+    return response

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover - older SDKs
     import httpx as _http  # type: ignore[no-redef]
 
 from .._exceptions import ModelError, ModelResponseError, UsageError
-from .._messages import ToolCall, Usage, openai_messages, parse_openai_message
+from .._messages import Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
 from ._base import (
     CallDelta,
@@ -28,6 +28,7 @@ from ._base import (
     ModelRequest,
     ModelResponse,
     TextDelta,
+    own_names,
     wire_names,
 )
 from ._retry import (
@@ -131,13 +132,7 @@ class OpenAIChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        response = self._read(raw.content)
-        if names:
-            ours = {wire: name for name, wire in names.items()}
-            response.tool_calls = [
-                ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
-            ]
-        return response
+        return own_names(self._read(raw.content), names)
 
     async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
         """`respond`, with ``stream=True``: text and call pieces passed on as they arrive.
@@ -197,12 +192,7 @@ class OpenAIChat(Model):
             policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
         )
         self._responses += 1
-        response = self._read(json.dumps(body).encode())
-        if ours:
-            response.tool_calls = [
-                ToolCall(c.id, ours.get(c.name, c.name), c.arguments) for c in response.tool_calls
-            ]
-        return response
+        return own_names(self._read(json.dumps(body).encode()), names)
 
     def _stream_failure(self, exc: openai.OpenAIError) -> Failure:
         if isinstance(exc, _StreamError):
