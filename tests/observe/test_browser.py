@@ -152,6 +152,25 @@ def test_a_trace_being_written_grows_in_the_open_page(
         assert REJECTED_WORD in browser.find_element(By.CSS_SELECTOR, ".event.rejected").text
 
 
+def test_the_open_run_list_shows_a_run_that_starts_after_it_was_opened(
+    traces: Path, browser: Any, tmp_path: Path
+) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(traces / "json.jsonl", folder / "first.jsonl")
+    with Server([folder]) as server:
+        browser.get(server.url + "/")
+        rows = (By.CSS_SELECTOR, "table.runs tbody tr")
+        wait(browser).until(expected_conditions.presence_of_element_located(rows))
+        assert len(browser.find_elements(*rows)) == 1
+        shutil.copy(traces / "code.jsonl", folder / "second.jsonl")
+        wait(browser).until(lambda b: len(b.find_elements(*rows)) == 2)
+        tasks = [
+            row.find_elements(By.TAG_NAME, "td")[1].text for row in browser.find_elements(*rows)
+        ]
+        assert any(task.startswith("Weather in Paris and Tokyo?") for task in tasks)
+
+
 def test_a_bench_table_sorts_by_a_clicked_column(tmp_path: Path, browser: Any, shots: Path) -> None:
     bench = bench_dir(tmp_path / "bench", {"simple": 1, "multiple": 4, "parallel": 2})
     with Server([bench]) as server:

@@ -178,6 +178,31 @@ def test_a_trace_being_written_updates_live(tmp_path: Path, traces: Path) -> Non
     assert "data-live" not in c.get(f"/run/{run_id}").text
 
 
+def test_the_index_state_changes_when_a_run_starts_grows_or_a_bench_appears(
+    tmp_path: Path, traces: Path
+) -> None:
+    lines = (traces / "json.jsonl").read_text().splitlines(keepends=True)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "first.jsonl").write_text("".join(lines[:3]))
+    c = client(folder)
+    index = c.get("/").text
+    shown = re.search(r'data-watch="/state" data-state="([0-9a-f]+)"', index)
+    assert shown is not None
+    assert c.get("/state").json()["state"] == shown.group(1)
+    assert c.get("/state").json()["state"] == shown.group(1)  # nothing changed, same state
+
+    seen = {shown.group(1)}
+    with (folder / "first.jsonl").open("a") as handle:
+        handle.write("".join(lines[3:]))
+    seen.add(c.get("/state").json()["state"])
+    (folder / "second.jsonl").write_text("".join(lines))
+    seen.add(c.get("/state").json()["state"])
+    bench_dir(folder / "bench", {"simple": 1})
+    seen.add(c.get("/state").json()["state"])
+    assert len(seen) == 4
+
+
 def test_bench_tables_sortable_and_a_per_category_diff(tmp_path: Path) -> None:
     a = bench_dir(tmp_path / "before", {"simple": 2, "multiple": 4})
     b = bench_dir(tmp_path / "after", {"simple": 3, "multiple": 1})
@@ -213,6 +238,7 @@ def test_the_static_bundle_is_self_contained(traces: Path, tmp_path: Path) -> No
     written = write_static(Catalog.of([traces]), out)
     assert (out / "index.html") in written
     index = (out / "index.html").read_text()
+    assert "data-watch" not in index  # no server to ask for changes
     pages = re.findall(r'href="(run-[^"]+\.html)"', index)
     assert len(pages) == 3
     for name in pages:

@@ -89,7 +89,11 @@ def create_app(catalog: Catalog) -> Starlette:
 
     async def index(request: Request) -> Response:
         catalog.scan()
-        return _html(index_page(catalog, links))
+        return _html(index_page(catalog, links, watch="/state"))
+
+    async def state(request: Request) -> Response:
+        catalog.scan()
+        return JSONResponse({"state": catalog.state()}, headers=_HEADERS)
 
     async def run(request: Request) -> Response:
         found = find_run(request)
@@ -161,6 +165,7 @@ def create_app(catalog: Catalog) -> Starlette:
 
     routes = [
         Route("/", index),
+        Route("/state", state),
         Route("/run/{run_id}", run),
         Route("/run/{run_id}/more", more),
         Route("/raw/{run_id}/{line:int}", raw),

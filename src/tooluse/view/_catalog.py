@@ -257,6 +257,19 @@ class Catalog:
     def runs(self) -> list[Run]:
         return [run for trace in self.traces.values() for run in trace.runs]
 
+    def state(self) -> str:
+        """A digest of what the run list shows: it changes when a run starts, grows or ends,
+        or a bench directory appears or is rewritten."""
+        digest = hashlib.sha256()
+        for run in self.runs():
+            digest.update(f"run {run.id} {run.status} {len(run.lines)}\n".encode())
+        for bench in self.benches.values():
+            stamps = [_stamp(bench.results), _stamp(bench.summary)]
+            digest.update(f"bench {bench.id} {stamps}\n".encode())
+        for path in [*self.missing, *self.empty]:
+            digest.update(f"none {path}\n".encode())
+        return digest.hexdigest()[:16]
+
     def run(self, run_id: str) -> Run | None:
         file_id, _, index = run_id.partition("-")
         trace = self.traces.get(file_id)
@@ -268,3 +281,11 @@ class Catalog:
             return None
         n = int(index)
         return trace.runs[n] if n < len(trace.runs) else None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size

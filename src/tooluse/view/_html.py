@@ -131,5 +131,16 @@ JS = """
     };
     setTimeout(poll, 1000);
   }
+  var watch = document.querySelector("[data-watch]");
+  if (watch) {
+    var seen = watch.getAttribute("data-state");
+    var check = function () {
+      var url = watch.getAttribute("data-watch");
+      fetch(url).then(function (r) { return r.json(); }).then(function (data) {
+        if (data.state !== seen) { location.reload(); } else { setTimeout(check, 2000); }
+      }).catch(function () { setTimeout(check, 5000); });
+    };
+    setTimeout(check, 2000);
+  }
 })();
 """

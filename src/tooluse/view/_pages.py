@@ -65,9 +65,13 @@ def _secs(s: float | None) -> str:
 # -- the list of runs -----------------------------------------------------------------
 
 
-def index_page(catalog: Catalog, links: Links) -> str:
+def index_page(catalog: Catalog, links: Links, watch: str | None = None) -> str:
+    """The run list; with `watch` (the server's state URL) the page reloads itself when a
+    run starts, grows or ends, or a bench directory changes."""
     runs = catalog.runs()
     body: list[Child] = []
+    if watch:
+        body.append(h("div", id="watch", data_watch=watch, data_state=catalog.state()))
     for path in catalog.missing:
         body.append(h("p", h("b", "No such file or directory: "), str(path), class_="empty"))
     for path in catalog.empty:
