@@ -78,9 +78,18 @@ def test_bfcl_with_worker_processes(tmp_path: Path) -> None:
         "--limit", "2",
         "--workers", "2",
         "--conventions", "json,code,text",
+        "--traces",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = _rows(tmp_path)
+    # Each worker wrote its entries' traces: one file per entry and convention, every
+    # turn of a multi-turn entry a run of its own in it.
+    for row in rows:
+        trace = tmp_path / "traces" / row["convention"] / f"{row['entry_id']}.jsonl"
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        ends = [e for e in events if e["event"] == "run_end"]
+        assert len(ends) == row["turns"] and ends[-1]["status"] == row["status"]
+        assert sum(e["event"] == "call" for e in events) == row["calls"]
     assert {(r["category"], r["convention"]) for r in rows} == {
         (c, v)
         for c in ("simple_python", "irrelevance", "multi_turn_base")

@@ -292,3 +292,23 @@ def test_worker_processes_ask_a_hosted_model_for_every_entry(tmp_path: Path) -> 
     # Each worker process runs entry after entry with one HTTP client.
     assert len(rows) == 4 and all(r.status == "completed" and r.error is None for r in rows)
     assert len(server.requests) == 4
+
+
+def test_traces_keep_each_entrys_run_beside_the_results(tmp_path: Path) -> None:
+    from tooluse.view import Catalog
+
+    config = BenchConfig("chain", out=tmp_path, options=SuiteOptions(widths=(2, 3)), traces=True)
+    rows = Bench(config).run()
+    catalog = Catalog.of([tmp_path])
+    assert [b.path for b in catalog.benches.values()] == [tmp_path]
+    runs = {(r.file.path.parent.name, r.file.path.stem): r for r in catalog.runs()}
+    assert set(runs) == {(row.convention, row.entry_id) for row in rows}
+    for row in rows:
+        run = runs[(row.convention, row.entry_id)]
+        assert run.status == row.status == "completed"
+        assert run.calls == row.calls and run.tokens == (row.input_tokens, row.output_tokens)
+
+    # Without the option nothing but the results is written.
+    plain = tmp_path / "plain"
+    Bench(BenchConfig("chain", out=plain, options=SuiteOptions(widths=(2,)))).run()
+    assert not (plain / "traces").exists()

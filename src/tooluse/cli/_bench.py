@@ -109,6 +109,14 @@ BaseUrlOption = Annotated[
 RetryOption = Annotated[
     bool, typer.Option("--retry-errors", help="Run again the entries whose row is an error.")
 ]
+TracesOption = Annotated[
+    bool,
+    typer.Option(
+        "--traces",
+        help="Also write each entry's run trace (requests, replies, calls, results) to "
+        "OUT/traces/CONVENTION/ENTRY.jsonl; `tooluse view OUT` shows them beside the results.",
+    ),
+]
 
 
 class ToolChoiceOption(StrEnum):
@@ -149,6 +157,7 @@ def _bench(
     seed: int,
     base_url: str | None,
     retry_errors: bool,
+    traces: bool = False,
     calls: CallPolicy | None = None,
     executor: ExecutorOption = ExecutorOption.local,
     ray_address: str | None = None,
@@ -178,6 +187,7 @@ def _bench(
         workers=workers if workers is not None else (0 if executor == "ray" else 1),
         base_url=base_url,
         retry_errors=retry_errors,
+        traces=traces,
         calls=calls or CallPolicy(),
         executor=executor.value,
         ray=RayOptions(address=ray_address, cpus=ray_cpus, rate_limit=rate_limit),
@@ -268,6 +278,7 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    traces: TracesOption = False,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -327,7 +338,7 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
     )
     _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, calls=policy, executor=executor,
+           retry_errors=retry_errors, traces=traces, calls=policy, executor=executor,
            ray_address=ray_address, ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
@@ -343,6 +354,7 @@ def fanout(  # noqa: PLR0917
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    traces: TracesOption = False,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -351,7 +363,7 @@ def fanout(  # noqa: PLR0917
     """Fan-out enumeration: N independent calls (variants: discovered, listed)."""
     _bench("fanout", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
            ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
@@ -368,6 +380,7 @@ def chain(  # noqa: PLR0917
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    traces: TracesOption = False,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -376,7 +389,7 @@ def chain(  # noqa: PLR0917
     """Chains: each call's argument comes from the previous call's result."""
     _bench("chain", model=model, conventions=conventions, out=out, categories=None,
            limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
            ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
@@ -397,6 +410,7 @@ def rot(  # noqa: PLR0917
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    traces: TracesOption = False,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -405,7 +419,7 @@ def rot(  # noqa: PLR0917
     """Context rot: fan-out and chain tasks amid irrelevant material and decoy tools."""
     _bench("rot", model=model, conventions=conventions, out=out, categories=categories,
            limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
            ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
@@ -420,6 +434,7 @@ def costmodel(  # noqa: PLR0917
     seed: SeedOption = 0,
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
+    traces: TracesOption = False,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -428,7 +443,7 @@ def costmodel(  # noqa: PLR0917
     """Token cost model: fit tokens against N per convention, N* beside Patel et al. 2026."""
     _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
            limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, executor=executor, ray_address=ray_address,
+           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
            ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 

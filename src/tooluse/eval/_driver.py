@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from .. import Agent, Expect, Message, RunResult
 from ..conventions import Convention, Interpretation, Prepared, Retry, get_convention
@@ -118,6 +119,7 @@ def _agent(
     convention: Convention,
     sandbox: Sandbox | None,
     calls: CallPolicy,
+    trace: Path | None,
 ) -> Agent:
     return Agent(
         model,
@@ -130,6 +132,7 @@ def _agent(
         tool_choice=calls.tool_choice,
         parallel_tool_calls=calls.parallel_tool_calls,
         tool_search=(calls.tool_search or "never") if task.searchable else "never",
+        trace=trace,
     )
 
 
@@ -162,11 +165,13 @@ async def run_setup(
     sandbox: Sandbox | None,
     *,
     calls: CallPolicy | None = None,
+    trace: Path | None = None,
 ) -> Transcript:
     """Run the turns in order; a turn that fails or hits its round limit ends the run.
 
     `calls` applies to the json convention only (see `Agent`), but for
-    its `max_rounds`, which applies to every convention.
+    its `max_rounds`, which applies to every convention. With `trace`, each
+    turn's run appends its events to that file.
     """
     policy = calls or CallPolicy()
     if convention != "json":  # tool choice and parallel calls are the json convention's
@@ -177,7 +182,14 @@ async def run_setup(
     for index, turn in enumerate(setup.turns):
         last = index == len(setup.turns) - 1
         agent = _agent(
-            task, turn, setup, model=model, convention=counting, sandbox=sandbox, calls=policy
+            task,
+            turn,
+            setup,
+            model=model,
+            convention=counting,
+            sandbox=sandbox,
+            calls=policy,
+            trace=trace,
         )
         with agent:
             result = await agent.arun(

@@ -169,7 +169,9 @@ def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
             # keeps to the CPUs it declared, or the actors thrash each other.
             model.threads = max(1, round(config.ray.cpus))  # type: ignore[attr-defined]
             model.name = spec
-        context = _Context(model, base_url=config.base_url, calls=config.calls)
+        context = _Context(
+            model, base_url=config.base_url, calls=config.calls, traces=config.trace_dir
+        )
         if sweep.tasks is not None:
             import ray
 

@@ -25,6 +25,7 @@ import asyncio
 import atexit
 import json
 import multiprocessing
+import re
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -60,6 +61,8 @@ __all__ = [
 
 ORACLE = "oracle"
 RESULTS = "results.jsonl"
+#: Where `BenchConfig.traces` puts each entry's run trace, under the output directory.
+TRACES = "traces"
 CONVENTIONS = ("json", "code", "text", "plan", "auto")
 # What runs unless asked otherwise: the two the cost model compares.
 DEFAULT_CONVENTIONS = ("json", "code")
@@ -131,6 +134,9 @@ class BenchConfig:
     #: Ray, `workers` 0 means as many entries at once as the cluster has CPUs.
     executor: str = "local"
     ray: RayOptions = field(default_factory=RayOptions)
+    #: Write each entry's run trace (every request, reply and call) to
+    #: ``out/traces/CONVENTION/ENTRY.jsonl``; `tooluse view out` shows them.
+    traces: bool = False
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conventions if c not in CONVENTIONS]
@@ -162,6 +168,10 @@ class BenchConfig:
     def label(self) -> str:
         return model_label(self.model, self.calls)
 
+    @property
+    def trace_dir(self) -> Path | None:
+        return self.out / TRACES if self.traces else None
+
 
 def model_label(model: str | Model, calls: CallPolicy | None = None) -> str:
     """How rows name a model: its spec or name, and any call policy other than the default."""
@@ -188,8 +198,10 @@ class _Context:
         base_url: str | None = None,
         sandbox: Sandbox | None = None,
         calls: CallPolicy | None = None,
+        traces: Path | None = None,
     ) -> None:
         self.calls = calls or CallPolicy()
+        self.traces = traces
         self.label = model_label(model, self.calls)
         self._oracle = model == ORACLE
         if isinstance(model, str) and not self._oracle:
@@ -214,6 +226,14 @@ class _Context:
             return oracle_for(task, convention, setup)
         return self._model
 
+    def trace_for(self, task: Task, convention: str) -> Path | None:
+        """The file an entry's runs append their trace to, if traces are kept."""
+        if self.traces is None:
+            return None
+        folder = self.traces / _file_name(convention)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{_file_name(task.id)}.jsonl"
+
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
             self._sandbox = Sandbox()
@@ -223,6 +243,10 @@ class _Context:
         if self._sandbox is not None and self._owns_sandbox:
             self._sandbox.close()
             self._sandbox = None
+
+
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip(".") or "_"
 
 
 def _base_row(task: Task, convention: str, model: str) -> Row:
@@ -294,7 +318,10 @@ async def _run_entry(task: Task, convention: str, context: _Context) -> Row:
             pad_setup(setup, context.calls.toolbox_size, key=task.id)
         model = context.model_for(task, setup, convention)
         sandbox = context.sandbox() if convention in ("code", "auto") else None
-        transcript = await run_setup(task, setup, model, convention, sandbox, calls=context.calls)
+        trace = context.trace_for(task, convention)
+        transcript = await run_setup(
+            task, setup, model, convention, sandbox, calls=context.calls, trace=trace
+        )
     except BenchDataError as exc:
         row.error = f"data: {exc}"
         row.wall_s = time.perf_counter() - start
@@ -339,7 +366,9 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_start(config: BenchConfig) -> None:
-    context = _Context(config.model, base_url=config.base_url, calls=config.calls)
+    context = _Context(
+        config.model, base_url=config.base_url, calls=config.calls, traces=config.trace_dir
+    )
     _WORKER["context"] = context
     _WORKER["tasks"] = {task.id: task for task in build_tasks(config.suite, config.options)}
     # One loop for every entry: a hosted model's HTTP client keeps its
@@ -377,7 +406,9 @@ class Bench:
         self._tasks = list(tasks) if tasks is not None else None
         self._on_wait: Callable[[str], None] | None = None
         # Resolving the model now turns a bad spec into an error before anything runs.
-        self._context = _Context(config.model, base_url=config.base_url, calls=config.calls)
+        self._context = _Context(
+            config.model, base_url=config.base_url, calls=config.calls, traces=config.trace_dir
+        )
 
     def tasks(self) -> list[Task]:
         """The tasks given, or the configured suite's."""
