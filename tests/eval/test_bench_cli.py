@@ -166,3 +166,11 @@ def test_an_unwritable_out_is_one_error_line(tmp_path: Path) -> None:
     assert proc.stderr.startswith(f"error: cannot write {blocker / 'out' / 'results.jsonl'}")
     assert "Traceback" not in proc.stderr
     assert blocker.read_text() == "not a directory"
+
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "traces").write_text("a file where the traces would go")
+    proc = bench("chain", "--out", str(taken), "--widths", "2", "--traces")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: cannot write traces to {taken / 'traces'}")
+    assert "Traceback" not in proc.stderr

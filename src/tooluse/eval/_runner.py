@@ -451,6 +451,14 @@ class Bench:
                 sink.write("\n")
         except OSError as exc:
             raise UsageError(f"cannot write {self.results}: {exc.strerror or exc}") from exc
+        if self.config.trace_dir is not None:
+            try:
+                self.config.trace_dir.mkdir(exist_ok=True)
+            except OSError as exc:
+                sink.close()
+                raise UsageError(
+                    f"cannot write traces to {self.config.trace_dir}: {exc.strerror or exc}"
+                ) from exc
         if on_start is not None:
             on_start(len(jobs), len(tasks) * len(self.config.conventions))
         rows: list[Row] = []
