@@ -497,6 +497,15 @@ def agentdojo(  # noqa: PLR0917
         ),
     ] = None,
     base_url: BaseUrlOption = None,
+    traces: Annotated[
+        bool,
+        typer.Option(
+            "--traces",
+            help="Also write each run's trace (requests, replies, calls, results) to "
+            "OUT/traces/CONVENTION/SUITE/USER_TASK[--INJECTION_TASK].jsonl; "
+            "`tooluse view OUT` shows them beside the results.",
+        ),
+    ] = False,
 ) -> None:
     """AgentDojo: utility and targeted attack success, scored by AgentDojo's own checks."""
     from ..eval.agentdojo import (
@@ -522,6 +531,7 @@ def agentdojo(  # noqa: PLR0917
         base_url=base_url,
         max_rounds=max_rounds,
         min_chars=min_chars,
+        traces=traces,
     )
     bench = AgentDojoBench(config)
     progress = Progress(

@@ -184,3 +184,44 @@ def test_a_policy_setting_names_the_rows_defense() -> None:
     config = AgentDojoConfig(out=Path("unused"), defense="provenance", min_chars=2)
     assert config.defense_label == "provenance min_chars=2"
     assert AgentDojoConfig(out=Path("unused"), defense="provenance").defense_label == "provenance"
+
+
+def test_traces_keep_each_run_beside_its_row(tmp_path: Path) -> None:
+    from tooluse.view import Catalog
+
+    chosen: dict[str, Any] = {"suites": ("banking",), "limit": 1, "conventions": ("json",)}
+    config = AgentDojoConfig(
+        out=tmp_path, model="obedient", defense="provenance", traces=True, **chosen
+    )
+    written = AgentDojoBench(config).run()
+    runs = {r.file.path.stem: r for r in Catalog.of([tmp_path]).runs()}
+    names = {r.user_task + (f"--{r.injection_task}" if r.injection_task else "") for r in written}
+    assert set(runs) == names and len(names) == RUNS_PER_TASK
+    for row in written:
+        run = runs[row.user_task + (f"--{row.injection_task}" if row.injection_task else "")]
+        assert run.file.path.parent == tmp_path / "traces" / "json" / "banking"
+        assert run.status == row.status == "completed"
+        assert run.tokens == (row.input_tokens, row.output_tokens)
+    # A run's trace holds what the model read, the injection included, and the denial.
+    denied = next(r for r in written if r.denied and r.injection_task)
+    stem = f"{denied.user_task}--{denied.injection_task}"
+    events = [json.loads(line) for line in runs[stem].file.path.read_text().splitlines()]
+    results = " ".join(json.dumps(e["result"]) for e in events if e["event"] == "call")
+    assert "<INFORMATION>" in results
+    refused = [e for e in events if e["event"] == "rejected"]
+    assert refused and all("the value" in e["error"] for e in refused), refused
+
+    # Without the option nothing but the results is written.
+    plain = tmp_path / "plain"
+    AgentDojoBench(AgentDojoConfig(out=plain, **chosen, attacks=False)).run()
+    assert not (plain / "traces").exists()
+
+
+def test_traces_that_cannot_be_written_are_refused_before_any_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "traces").write_text("a file where the directory goes")
+    config = AgentDojoConfig(out=out, suites=("banking",), limit=1, traces=True)
+    with pytest.raises(UsageError, match="cannot write traces to"):
+        AgentDojoBench(config).run()
+    assert not (out / "results.jsonl").exists()

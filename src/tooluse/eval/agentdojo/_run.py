@@ -53,6 +53,8 @@ SCRIPTED = ("oracle", "obedient")
 #: AgentDojo's standard attack (Debenedetti et al. 2024).
 ATTACK = "important_instructions"
 RESULTS = "results.jsonl"
+#: Where `AgentDojoConfig.traces` puts the runs' traces, under the output directory.
+TRACES = "traces"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class AgentDojoConfig:
     max_rounds: int = 40
     #: The provenance policy's shortest tested value, instead of its default.
     min_chars: int | None = None
+    #: Write each run's trace (every request, reply and call) to
+    #: ``out/traces/CONVENTION/SUITE/USER_TASK[--INJECTION_TASK].jsonl``.
+    traces: bool = False
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conventions if c not in CONVENTIONS]
@@ -162,6 +167,13 @@ class AgentDojoBench:
             config.out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot create {config.out}: {exc.strerror or exc}") from exc
+        if config.traces:
+            try:
+                (config.out / TRACES).mkdir(exist_ok=True)
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot write traces to {config.out / TRACES}: {exc.strerror or exc}"
+                ) from exc
         done = {row.key for row in read_agentdojo_rows(self.results)}
         cases = list(self.cases())
         todo = [c for c in cases if self._key(c) not in done]
@@ -235,6 +247,17 @@ class AgentDojoBench:
         if pipeline.result is not None:
             _fill(row, pipeline.result)
         return row
+
+    def trace_for(self, case: _Case) -> Path | None:
+        """The file a case's run appends its trace to, if traces are kept."""
+        if not self.config.traces:
+            return None
+        folder = self.config.out / TRACES / case.convention / case.suite.name
+        folder.mkdir(parents=True, exist_ok=True)
+        name = case.user_task.ID
+        if case.injection_task is not None:
+            name += f"--{case.injection_task.ID}"
+        return folder / f"{name}.jsonl"
 
     def _injections(self, case: _Case) -> dict[str, str]:
         if case.injection_task is None:
@@ -381,6 +404,7 @@ class _Pipeline:
             max_rounds=bench.config.max_rounds,
             system_prompt=_system_message(),
             sandbox=self.sandbox,
+            trace=bench.trace_for(case),
             **bench.agent_options(),
         )
         with agent:
