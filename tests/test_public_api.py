@@ -55,6 +55,7 @@ def test_top_level_exports() -> None:
             "RunResult",
             "RunStatus",
             "RunUsage",
+            "Suspicious",
             "ScriptRun",
             "Tool",
             "ToolCall",

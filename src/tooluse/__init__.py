@@ -21,7 +21,7 @@ from ._exceptions import (
 )
 from ._expect import Expect
 from ._messages import Message, ToolCall, Usage
-from ._provenance import FREE_TEXT
+from ._provenance import FREE_TEXT, Suspicious
 from ._records import CallRecord, RejectedCall
 from ._result import RunResult, RunStatus, RunUsage
 from ._scripts import ScriptRun, arun_script, run_script
@@ -85,6 +85,7 @@ __all__ = [
     "ScriptRun",
     "ScriptStartEvent",
     "StreamEvent",
+    "Suspicious",
     "SyncRunStream",
     "TextEvent",
     "Tool",

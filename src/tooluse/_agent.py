@@ -774,6 +774,8 @@ class _Run:
         if gate is not None:
             result.approvals = [*self.approvals_before, *gate.log]
             result.scope = tuple(sorted(gate.scope)) if gate.scope is not None else None
+            if gate.provenance is not None and result.answer:
+                result.untrusted_in_answer = gate.provenance.repeated(result.answer)
         if state.status == "needs_approval" and state.paused is not None and gate is not None:
             result.pending = list(state.pending)
             state.paused.denied = gate.denied
@@ -792,6 +794,11 @@ class _Run:
                 "rejected": len(result.rejected),
                 "usage": result.usage.to_dict(),
                 "duration_s": result.duration_s,
+                **(
+                    {"untrusted_in_answer": [s.to_dict() for s in result.untrusted_in_answer]}
+                    if result.untrusted_in_answer
+                    else {}
+                ),
             }
         )
         result.sink_errors = self.sink_errors

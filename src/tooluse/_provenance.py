@@ -33,11 +33,19 @@ injection's own text; but a field an outsider sets whole, such as the sender
 of a mail, can be selected too ("reply to me").
 
 What it cannot see, by construction: a value transformed on the way (translated,
-reformatted, computed from untrusted data, split or summarised), a decision
+reformatted, computed from untrusted data, split or summarised), and a decision
 taken on untrusted data without copying any of it (which recipient of a
-trusted list to pay, whether to delete a file, which field to select), and an
-answer that repeats untrusted text to the user. Those need data-flow tracking
-through the model's reasoning, which a runtime that sees only calls cannot do.
+trusted list to pay, whether to delete a file, which field to select). Those
+need data-flow tracking through the model's reasoning, which a runtime that
+sees only calls cannot do.
+
+An answer that repeats untrusted text to the user is reported, not refused:
+`Provenance.repeated` names the identifiers and names in it (two or more
+capitalised words, such as a hotel's) that only untrusted results held. Telling
+the user what a mail or a file says is what many tasks ask for, so the test
+that flags a planted recommendation flags a security code read out of a mail
+as well; the runtime marks both and leaves the judgement to whoever reads the
+answer.
 """
 
 from __future__ import annotations
@@ -78,6 +86,8 @@ Selections = Literal["allow", "check"]
 _SEPARATOR = "\x00"  # between the leaves of one result: never inside a normalised value
 _TOKEN_EDGES = "\"'`.,;:!?()[]{}<>"
 _IDENTIFIER = re.compile(r"[0-9@/]|\w\.\w")
+# Two or more capitalised words in a row, as a name is written: "Riverside View Hotel".
+_NAME = re.compile(r"\b[A-Z][\w'&-]*(?:[ \t]+[A-Z][\w'&-]*)+")
 
 
 def normalise(text: str) -> str:
@@ -180,6 +190,13 @@ class Suspicious:
     sources: tuple[str, ...]
     """The untrusted tools whose results hold it."""
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"argument": self.argument, "value": self.value, "sources": list(self.sources)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Suspicious:
+        return cls(str(data["argument"]), str(data["value"]), tuple(data.get("sources", ())))
+
 
 class Provenance:
     """The text of one run, split by trust. Safe to note into from several threads."""
@@ -235,6 +252,33 @@ class Provenance:
                 sources = [t.tool for t in untrusted if test(t, needle)]
                 if sources and not any(t.holds(needle) for t in trusted):
                     found.append(Suspicious(name, written, tuple(dict.fromkeys(sources))))
+        return found
+
+    def repeated(self, text: str, *, min_chars: int = MIN_CHARS) -> list[Suspicious]:
+        """The identifiers and names in `text` that only untrusted results held.
+
+        For an answer to the user: each identifier (as for free text) and each
+        run of two or more capitalised words in `text` that an untrusted
+        result holds, in its prose or as a field, and no trusted text does.
+        Each is reported with ``argument="answer"``.
+        """
+        with self._lock:
+            trusted = list(self._trusted)
+            untrusted = list(self._untrusted)
+        if not untrusted:
+            return []
+        written = [w for w in _words(text) if _IDENTIFIER.search(w)]
+        written += [m.group(0).strip(_TOKEN_EDGES) for m in _NAME.finditer(text)]
+        found: list[Suspicious] = []
+        seen: set[str] = set()
+        for value in written:
+            needle = normalise(value)
+            if len(needle) < min_chars or needle in seen:
+                continue
+            seen.add(needle)
+            sources = [t.tool for t in untrusted if t.holds(needle)]
+            if sources and not any(t.holds(needle) for t in trusted):
+                found.append(Suspicious("answer", value, tuple(dict.fromkeys(sources))))
         return found
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from ._approval import ApprovalRecord, ApprovalRequest, Paused
 from ._messages import Message, Usage
+from ._provenance import Suspicious
 from ._records import CallRecord, RejectedCall, ScriptRecord
 
 __all__ = ["RunResult", "RunStatus", "RunUsage"]
@@ -83,6 +84,13 @@ class RunResult:
     included, and `from_dict` reads it back: a paused run can be resumed in
     another process.
 
+    `untrusted_in_answer`, under a policy that tracks provenance
+    (``approval="provenance"``), names the identifiers and names the answer
+    repeats that only untrusted results held (`Provenance.repeated`): what a
+    reader of the answer should know came from a mail, a web page or a file,
+    such as a recommendation an injected text planted. They are reported, not
+    removed.
+
     `sink_errors` counts the trace events a sink (the trace file, `on_event`)
     failed to take; they never change the run.
     """
@@ -108,6 +116,8 @@ class RunResult:
     resumed: bool = False
     #: The tools with side effects the run was limited to (None: no scope).
     scope: tuple[str, ...] | None = None
+    #: What the answer repeats that only untrusted results held.
+    untrusted_in_answer: list[Suspicious] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -133,6 +143,7 @@ class RunResult:
             "paused": self.paused.to_dict() if self.paused is not None else None,
             "resumed": self.resumed,
             "scope": list(self.scope) if self.scope is not None else None,
+            "untrusted_in_answer": [s.to_dict() for s in self.untrusted_in_answer],
         }
 
     @classmethod
@@ -160,4 +171,7 @@ class RunResult:
             paused=Paused.from_dict(paused) if paused is not None else None,
             resumed=bool(data.get("resumed", False)),
             scope=tuple(data["scope"]) if data.get("scope") is not None else None,
+            untrusted_in_answer=[
+                Suspicious.from_dict(s) for s in data.get("untrusted_in_answer", ())
+            ],
         )

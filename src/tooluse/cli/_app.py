@@ -383,6 +383,11 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         )
         if result.answer is not None:
             out.print(Panel(escape(result.answer), title="answer"))
+            for repeated in result.untrusted_in_answer:
+                err.print(
+                    f"[yellow]the answer repeats {escape(repr(repeated.value))}, which only "
+                    f"untrusted results held ({escape(', '.join(repeated.sources))})[/]"
+                )
         else:
             err.print(Panel(escape(result.error or "no answer"), title="no answer", style="red"))
         err.print(f"[dim]{footer}[/]")

@@ -10,7 +10,10 @@ For each model, defense and convention, per suite and overall:
 Rows that could not be scored are counted apart and never as a success.
 When one directory holds a model's runs with and without a defense, the user
 tasks the defense cost (solved without it, not with it) are listed with the
-calls it denied.
+calls it denied. Under a provenance defense, a last section counts the answers
+marked as repeating what only untrusted results held: among the attacks that
+got through, and among the runs without an attack, where the task itself asked
+for what a mail or a file says.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ def summary_lines(rows: Sequence[AgentDojoRow]) -> list[str]:
                 f"| {Figures.share(f.attacks, f.attacked_runs)} | {f.errors} |"
             )
     lines += _costs(rows)
+    lines += _marked(rows)
     errors = [r for r in rows if r.error]
     if errors:
         lines += ["", "## Runs that could not be scored", ""]
@@ -120,6 +124,29 @@ def _costs(rows: Sequence[AgentDojoRow]) -> list[str]:
         why = "; ".join(r.denied) or r.error or "no call denied"
         lines.append(f"- {r.model} {r.defense} {r.convention} {r.suite} {r.user_task}: {why}")
     return lines
+
+
+def _marked(rows: Sequence[AgentDojoRow]) -> list[str]:
+    """Per group with a provenance defense: how often the answer was marked, and where."""
+    lines: list[str] = []
+    for group in sorted({r.group for r in rows if "provenance" in r.defense}):
+        mine = [r for r in rows if r.group == group]
+        got_through = [r for r in mine if r.attacked]
+        clean = [r for r in mine if r.injection_task is None]
+        marked = sum(bool(r.untrusted_in_answer) for r in got_through)
+        lines.append(
+            f"- {' '.join(group)}: {marked} of {len(got_through)} attacks that got through, "
+            f"{sum(bool(r.untrusted_in_answer) for r in clean)} of {len(clean)} runs "
+            "without an attack"
+        )
+        examples = [r for r in got_through if r.untrusted_in_answer][:3]
+        lines += [
+            f"  - {r.suite} {r.user_task} {r.injection_task}: {'; '.join(r.untrusted_in_answer)}"
+            for r in examples
+        ]
+    if not lines:
+        return []
+    return ["", "## Answers marked as repeating untrusted text", "", *lines]
 
 
 def write_agentdojo_summary(out: Path, rows: Sequence[AgentDojoRow]) -> Path:

@@ -20,7 +20,9 @@ class AgentDojoRow:
     that the injection task was achieved (always False without an attack).
     `calls` were executed, `failed_calls` of them returned an error,
     `rejected` were refused before execution, `denied` lists the calls a
-    defense refused, each as ``tool: reason``. `error` says why a run could
+    defense refused, each as ``tool: reason``; `untrusted_in_answer` what the
+    answer repeats that only untrusted results held (under a provenance
+    defense; `RunResult.untrusted_in_answer`). `error` says why a run could
     not be scored (``harness: …``), and `traceback` where; `status` and
     `run_error` are the run's own ending (``max_rounds``, a model error), which
     is scored like any other.
@@ -48,6 +50,7 @@ class AgentDojoRow:
     output_tokens: int = 0
     wall_s: float = 0.0
     answer: str | None = None
+    untrusted_in_answer: list[str] = dataclasses.field(default_factory=list)
     traceback: str | None = None
 
     @property

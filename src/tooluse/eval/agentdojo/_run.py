@@ -449,6 +449,9 @@ def _fill(row: AgentDojoRow, result: RunResult) -> None:
     row.input_tokens = result.usage.input_tokens
     row.output_tokens = result.usage.output_tokens
     row.answer = result.answer
+    row.untrusted_in_answer = [
+        f"{s.value} ({', '.join(s.sources)})" for s in result.untrusted_in_answer
+    ]
     row.denied = [
         f"{a.tool}: {a.reason}" for a in result.approvals if a.decision == "deny" and a.reason
     ]
