@@ -388,6 +388,16 @@ class _Render:
                 h("div", h("b", "answer")),
                 _block(str(e["answer"]), self.links, self.run, n, "answer"),
             ]
+        for mark in e.get("untrusted_in_answer") or ():
+            sources = ", ".join(str(s) for s in mark.get("sources", ()))
+            body.append(
+                h(
+                    "div",
+                    f"the answer repeats {mark.get('value')!r}, which only untrusted "
+                    f"results held ({sources})",
+                    class_="message untrusted",
+                )
+            )
         if e.get("error"):
             body += [
                 h("div", h("b", "error"), class_="message"),
