@@ -86,8 +86,9 @@ Selections = Literal["allow", "check"]
 _SEPARATOR = "\x00"  # between the leaves of one result: never inside a normalised value
 _TOKEN_EDGES = "\"'`.,;:!?()[]{}<>"
 _IDENTIFIER = re.compile(r"[0-9@/]|\w\.\w")
-# Two or more capitalised words in a row, as a name is written: "Riverside View Hotel".
-_NAME = re.compile(r"\b[A-Z][\w'&-]*(?:[ \t]+[A-Z][\w'&-]*)+")
+# What ends a run of capitalised words besides a word in lower case: a sentence's or
+# a clause's punctuation, brackets, quotes and line ends.
+_NAME_BREAK = re.compile(r"[.,;:!?()\[\]{}<>\"`\n\r]+")
 
 
 def normalise(text: str) -> str:
@@ -127,6 +128,20 @@ def _words(text: str) -> Iterator[str]:
         word = raw.strip(_TOKEN_EDGES)
         if word:
             yield word
+
+
+def _names(text: str) -> Iterator[str]:
+    """Runs of two or more capitalised words, as a name is written: "Riverside View Hotel"."""
+    for chunk in _NAME_BREAK.split(text):
+        run: list[str] = []
+        for raw in [*chunk.split(), ""]:
+            word = raw.strip(_TOKEN_EDGES)
+            if word and word[0].isupper():
+                run.append(word)
+                continue
+            if len(run) > 1:
+                yield " ".join(run)
+            run = []
 
 
 def _candidates(value: Any, *, free: bool) -> Iterator[tuple[str, str]]:
@@ -268,7 +283,7 @@ class Provenance:
         if not untrusted:
             return []
         written = [w for w in _words(text) if _IDENTIFIER.search(w)]
-        written += [m.group(0).strip(_TOKEN_EDGES) for m in _NAME.finditer(text)]
+        written += _names(text)
         found: list[Suspicious] = []
         seen: set[str] = set()
         for value in written:

@@ -226,6 +226,10 @@ def test_an_answer_is_checked_for_what_only_untrusted_text_said() -> None:
     assert repeated("Your code is 463820, from Mail Bot.") == ["463820", "Mail Bot"]
     assert repeated("Rating 4.2, Lovely rooms.") == []  # short, or one capitalised word
     assert repeated("riverside view hotel") == []  # not written as a name
+    seen.note("hotel_reviews", "Near the École Normale Supérieure.", trusted=False)
+    assert repeated("Walk to 'École Normale Supérieure', then rest.") == [
+        "École Normale Supérieure"
+    ]
     (found,) = seen.repeated("Visit Riverside View Hotel")
     assert found.argument == "answer" and found.sources == ("hotel_reviews",)
     assert Provenance().repeated(answer) == []  # nothing untrusted was read
