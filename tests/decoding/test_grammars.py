@@ -314,3 +314,33 @@ def test_every_grammar_has_a_gbnf_form_llama_cpp_parses() -> None:
     assert "calls ::= call\n" in to_gbnf(call_grammar(RATE)) + "\n"
     with pytest.raises(ValueError, match="no GBNF form"):
         to_gbnf(Grammar("start: ANSWER\n"))
+
+
+SHARE = GrammarTool(
+    "share_file",
+    {
+        "$defs": {"SharingPermission": {"enum": ["r", "rw"], "type": "string"}},
+        "type": "object",
+        "properties": {
+            "file_id": {"type": "string"},
+            "permission": {"$ref": "#/$defs/SharingPermission"},
+        },
+        "required": ["file_id", "permission"],
+    },
+)
+
+
+def test_tools_with_their_own_definitions_join_into_one_grammar(
+    compiler: GrammarCompiler,
+) -> None:
+    # Each tool's schema refers to its own $defs; joined under one root, a reference
+    # left as it was would point nowhere and llguidance would refuse the grammar.
+    grammar = calls_grammar([WEATHER, SHARE])
+    compiler.matcher(grammar)  # raises GrammarError if llguidance refuses it
+    assert accepts(compiler, grammar, call("share_file", '{"file_id": "3", "permission": "rw"}'))
+    assert not accepts(
+        compiler, grammar, call("share_file", '{"file_id": "3", "permission": "all"}')
+    )
+    python = python_calls_grammar([WEATHER, SHARE])
+    assert accepts(compiler, python, '[share_file(file_id="3", permission="r")]')
+    assert not accepts(compiler, python, '[share_file(file_id="3", permission="x")]')

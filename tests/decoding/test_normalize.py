@@ -136,3 +136,78 @@ def test_the_input_is_not_modified() -> None:
     schema = {"type": "object", "properties": {"q": {"type": "string", "description": "d"}}}
     normalize_schema(schema)
     assert schema == {"type": "object", "properties": {"q": {"type": "string", "description": "d"}}}
+
+
+PERMISSION = {"enum": ["r", "rw"], "type": "string", "title": "SharingPermission"}
+
+
+def test_local_references_are_inlined_and_definitions_dropped() -> None:
+    # As pydantic writes an enum and a nested model (AgentDojo's share_file, MCP servers).
+    schema = {
+        "$defs": {
+            "SharingPermission": PERMISSION,
+            "Window": {
+                "type": "object",
+                "properties": {"start": {"type": "string", "format": "date"}},
+                "required": ["start"],
+            },
+        },
+        "type": "object",
+        "properties": {
+            "permission": {"$ref": "#/$defs/SharingPermission", "description": "who may edit"},
+            "window": {"$ref": "#/$defs/Window"},
+            "old": {"$ref": "#/definitions/Legacy"},
+        },
+        "definitions": {"Legacy": {"type": "integer", "minimum": 0}},
+    }
+    normalized = normalize_schema(schema)
+    out = normalized.schema
+    assert "$defs" not in out and "definitions" not in out and "$ref" not in normalized.key
+    assert out["properties"]["permission"] == {"enum": ["r", "rw"], "type": "string"}
+    window = out["properties"]["window"]
+    assert window["properties"]["start"] == {"format": "date", "type": "string"}
+    assert window["additionalProperties"] is False
+    assert out["properties"]["old"] == {"minimum": 0, "type": "integer"}
+    assert normalized.unenforced == ()
+
+
+def test_a_reference_with_constraints_beside_it_keeps_both() -> None:
+    schema = {
+        "$defs": {"Name": {"type": "string", "maxLength": 20}},
+        "type": "object",
+        "properties": {"name": {"$ref": "#/$defs/Name", "minLength": 2}},
+    }
+    name = normalize_schema(schema).schema["properties"]["name"]
+    assert name == {"allOf": [{"maxLength": 20, "type": "string"}, {"minLength": 2}]}
+
+
+def test_recursive_and_dangling_references_are_reported_not_followed() -> None:
+    tree = {
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string", "maxLength": 8},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                },
+            }
+        },
+        "type": "object",
+        "properties": {
+            "root": {"$ref": "#/$defs/Node"},
+            "gone": {"$ref": "#/$defs/Missing"},
+            "remote": {"$ref": "https://example.com/schema.json"},
+        },
+    }
+    normalized = normalize_schema(tree)
+    root = normalized.schema["properties"]["root"]
+    # One level is inlined; the recursion below it is left free, and the validator
+    # still checks it after decoding.
+    assert root["properties"]["label"] == {"maxLength": 8, "type": "string"}
+    assert root["properties"]["children"] == {"items": {}, "type": "array"}
+    assert normalized.unenforced == (
+        "$.properties.root.properties.children.items: "
+        "$ref '#/$defs/Node' (points back into itself)",
+        "$.properties.gone: $ref '#/$defs/Missing' (cannot be resolved)",
+        "$.properties.remote: $ref 'https://example.com/schema.json' (cannot be resolved)",
+    )

@@ -307,6 +307,13 @@ def test_a_grammar_llguidance_refuses_falls_back_to_llama_cpp_with_a_warning(
         gbnf = model._gbnf_instead(engine, grammar)
     assert "falling back to llama.cpp's GBNF grammar" in caplog.text
     assert gbnf is not None and '"\\"celsius\\"" | "\\"fahrenheit\\""' in gbnf
+    # One line, without the grammar llguidance's message goes on to list; said once.
+    (told,) = caplog.records
+    assert "\n" not in told.getMessage() and "start:" not in told.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tooluse.models.local"):
+        assert model._gbnf_instead(engine, grammar) == gbnf
+    assert caplog.text == ""
     # A grammar llguidance takes is decoded by llguidance, without a word.
     caplog.clear()
     plain = model.grammar_for(ModelRequest([Message("user", "x")], TOOLS, "auto"))

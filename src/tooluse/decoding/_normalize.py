@@ -42,7 +42,24 @@ FORMATS = frozenset(
 )
 JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties")
+_DEFINITIONS = ("$defs", "definitions")
+
+
+def _resolve(root: Any, ref: Any) -> Any:
+    """What a local reference (``#``, ``#/$defs/Name``) points to in `root`, else None."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node = root
+    for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node if isinstance(node, Mapping | bool) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,21 +88,29 @@ def normalize_schema(
     - strings with no length, pattern, format, enum or const get
       ``maxLength: max_string_length`` (pass None to leave them unbounded);
     - annotations (``description``, ``title``, ``default`` …) are removed;
+    - local references (``{"$ref": "#/$defs/Permission"}``, as pydantic and
+      MCP servers write enums and nested models) are replaced by what they
+      point to, so the schema stands alone when several tools' schemas are
+      joined into one grammar; a reference that points nowhere, outside the
+      schema or back into itself (a recursive model) is left unconstrained
+      and listed in `NormalizedSchema.unenforced`;
     - keywords the grammar cannot enforce (``not``, ``uniqueItems``,
       ``if``/``then``, unknown formats, non-JSON type names …) are removed and
       listed in `NormalizedSchema.unenforced`.
     """
-    walker = _Walker(max_string_length)
+    walker = _Walker(max_string_length, schema)
     out = walker.walk(schema, "$")
     key = json.dumps(out, separators=(",", ":"), ensure_ascii=False)
     return NormalizedSchema(out, key, tuple(walker.unenforced), tuple(walker.changes))
 
 
 class _Walker:
-    def __init__(self, max_string_length: int | None) -> None:
+    def __init__(self, max_string_length: int | None, root: Any) -> None:
         self.max_string_length = max_string_length
+        self.root = root
         self.unenforced: list[str] = []
         self.changes: list[str] = []
+        self._expanding: list[str] = []  # the references being inlined, outermost first
 
     def walk(self, node: Any, path: str) -> Any:
         if isinstance(node, bool):
@@ -93,10 +118,12 @@ class _Walker:
         if not isinstance(node, Mapping):
             self.unenforced.append(f"{path}: not a schema ({type(node).__name__})")
             return True
+        if "$ref" in node:
+            return self._reference(node, path)
         out: dict[str, Any] = {}
         for keyword, value in node.items():
-            if keyword in ANNOTATIONS:
-                continue
+            if keyword in ANNOTATIONS or keyword in _DEFINITIONS:
+                continue  # definitions are inlined where they are referred to
             if keyword not in ENFORCED:
                 self.unenforced.append(f"{path}: {keyword}")
                 continue
@@ -117,6 +144,24 @@ class _Walker:
         if keyword in ("items", "additionalProperties") and not isinstance(value, bool):
             return self.walk(value, f"{path}.{keyword}")
         return value
+
+    def _reference(self, node: Mapping[str, Any], path: str) -> Any:
+        """`node`'s reference inlined, with the keywords beside it as a second constraint."""
+        ref = node["$ref"]
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        target = _resolve(self.root, ref)
+        if target is None or ref in self._expanding:
+            why = "points back into itself" if target is not None else "cannot be resolved"
+            self.unenforced.append(f"{path}: $ref {ref!r} ({why})")
+            return self.walk(rest, path)
+        self._expanding.append(ref)
+        try:
+            inlined = self.walk(target, path)
+        finally:
+            self._expanding.pop()
+        if all(k in ANNOTATIONS for k in rest):
+            return inlined
+        return {"allOf": [inlined, self.walk(rest, path)]}
 
     def _type(self, out: dict[str, Any], path: str) -> None:
         declared = out.get("type")

@@ -169,6 +169,7 @@ class LocalModel(Model):
         self.parallel_system = parallel_system
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
+        self._fallbacks_told: set[str] = set()  # llguidance refusals already logged
         #: Stats of the most recent request.
         self.last_stats = DecodeStats()
 
@@ -280,11 +281,17 @@ class LocalModel(Model):
         try:
             engine.compiler().matcher(grammar)
         except (GrammarError, UsageError) as exc:
-            logger.warning(
-                "llguidance cannot be used here (%s); falling back to llama.cpp's GBNF "
-                "grammar, which enforces less (no formats or numeric bounds) and samples slower",
-                exc,
-            )
+            # llguidance's message goes on with the whole grammar, pointing at the
+            # fault: its first line says what is wrong, once per run of the process.
+            why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            if why not in self._fallbacks_told:
+                self._fallbacks_told.add(why)
+                logger.warning(
+                    "llguidance cannot be used here (%s); falling back to llama.cpp's GBNF "
+                    "grammar, which enforces less (no formats or numeric bounds) and samples "
+                    "slower",
+                    why,
+                )
             try:
                 return _checked_gbnf(grammar)
             except GrammarError as gbnf_exc:

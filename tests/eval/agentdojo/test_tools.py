@@ -63,3 +63,20 @@ def test_a_tool_runs_on_agentdojos_runtime_and_reports_its_errors() -> None:
     # AgentDojo's own error text, as its runtime reports it, is what the model sees.
     with pytest.raises(ModelRetry, match=r"^ValueError: Transaction with ID 999 not found\.$"):
         update(id=999, amount=1.0)
+
+
+@pytest.mark.parametrize("name", SUITES)
+def test_each_suites_tools_join_into_one_grammar_llguidance_takes(name: str) -> None:
+    # workspace's share_file refers to its own $defs (an enum): joined with the
+    # other tools under one root, the reference must still point somewhere.
+    from agentdojo.functions_runtime import FunctionsRuntime
+
+    from tooluse import Message
+    from tooluse.models import LocalModel, ModelRequest
+
+    suite = load_suite(name)
+    box = build_toolbox(suite, FunctionsRuntime(suite.tools), None)
+    model = LocalModel()
+    grammar = model.grammar_for(ModelRequest([Message("user", "x")], list(box), "auto"))
+    assert grammar is not None
+    model.compiler().matcher(grammar)  # GrammarError if llguidance refuses it
