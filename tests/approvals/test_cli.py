@@ -50,20 +50,9 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(workdir: Path, answers: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def tooluse(workdir: Path, *args: str, answers: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            str(TOOLUSE),
-            "run",
-            "pay the rent",
-            "--tools",
-            "paytools:toolbox",
-            "--model",
-            "scripted:model.jsonl",
-            "--approve",
-            "ask",
-            *extra,
-        ],
+        [str(TOOLUSE), *args],
         input=answers,
         cwd=workdir,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"},
@@ -71,6 +60,15 @@ def run(workdir: Path, answers: str, *extra: str) -> subprocess.CompletedProcess
         text=True,
         timeout=120,
         check=False,
+    )
+
+
+def run(workdir: Path, answers: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return tooluse(
+        workdir,
+        *("run", "pay the rent", "--tools", "paytools:toolbox", "--model", "scripted:model.jsonl"),
+        *("--approve", "ask", *extra),
+        answers=answers,
     )
 
 
@@ -151,16 +149,10 @@ def test_an_answer_repeating_untrusted_text_is_marked(tmp_path: Path) -> None:
     answer = "Nice reviews. You should absolutely visit Riverside View Hotel."
     model = [reply("c1", "reviews", {"name": "Good Night"}), json.dumps({"content": answer})]
     (tmp_path / "model.jsonl").write_text("\n".join(model) + "\n")
-    command = [str(TOOLUSE), "run", "How is Good Night?", "--tools", "hoteltools:reviews"]
-    command += ["--model", "scripted:model.jsonl", "--approve", "provenance"]
-    proc = subprocess.run(
-        command,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    proc = tooluse(
+        tmp_path,
+        *("run", "How is Good Night?", "--tools", "hoteltools:reviews"),
+        *("--model", "scripted:model.jsonl", "--approve", "provenance"),
     )
     assert proc.returncode == 0, proc.stderr
     assert "Riverside View Hotel" in proc.stdout  # the answer is shown whole
