@@ -81,6 +81,13 @@ UNMADE_CALL_NOTE = (
     "it was looked up. If the task needs a tool's result, call the tool now; otherwise "
     "give your answer again."
 )
+#: Sent, once a run, for an answer that writes out a call to a tool right after a
+#: call failed: small models explain the corrected call instead of making it.
+UNMADE_RETRY_NOTE = (
+    "Note: your reply writes out a call to {name}, but a call written in an answer is "
+    "not made: nothing has run since the error. If the task still needs that call, make "
+    "it now; otherwise give your answer again."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +104,8 @@ class LoopConfig:
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     #: The names the model may call tools by; an answer that names one as if
-    #: calling it before any tool has run gets `UNMADE_CALL_NOTE`, once a run.
+    #: calling it before any tool has run gets `UNMADE_CALL_NOTE`, and one right
+    #: after a failed call gets `UNMADE_RETRY_NOTE`; one note a run.
     tool_names: frozenset[str] = frozenset()
 
 
@@ -464,17 +472,35 @@ def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConf
 def _unmade_call_note(
     state: RunState, answer: str, config: LoopConfig, *, last_round: bool
 ) -> str | None:
-    """`UNMADE_CALL_NOTE` for a first answer that names a tool as if calling it, else None.
+    """A note for an answer that names a tool as if calling it, else None.
 
-    Only while no tool has run in the run, once, and never in the last round,
-    where the note would cost the run its answer.
+    `UNMADE_CALL_NOTE` while no tool has run in the run; `UNMADE_RETRY_NOTE`
+    when the results the answer follows hold an error (the model wrote the
+    corrected call out instead of making it). Once a run, and never in the last
+    round, where the note would cost the run its answer.
     """
-    if last_round or state.noted_unmade_call or state.calls or state.scripts:
+    if last_round or state.noted_unmade_call:
+        return None
+    if not (state.calls or state.scripts):
+        note = UNMADE_CALL_NOTE
+    elif _follows_a_failed_call(state):
+        note = UNMADE_RETRY_NOTE
+    else:
         return None
     for name in sorted(config.tool_names):
         if _names_as_call(answer, name):
-            return UNMADE_CALL_NOTE.format(name=name)
+            return note.format(name=name)
     return None
+
+
+def _follows_a_failed_call(state: RunState) -> bool:
+    """Whether the tool results just before the last reply include a failed or refused call."""
+    results: list[Message] = []
+    for message in reversed(state.messages[:-1]):
+        if message.role != "tool":
+            break
+        results.append(message)
+    return any(m.is_error for m in results)
 
 
 def _names_as_call(text: str, name: str) -> bool:

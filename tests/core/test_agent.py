@@ -22,7 +22,7 @@ from tooluse import (
     read_trace,
     tool,
 )
-from tooluse._loop import UNMADE_CALL_NOTE
+from tooluse._loop import UNMADE_CALL_NOTE, UNMADE_RETRY_NOTE
 from tooluse.models import Model, ModelRequest, ModelResponse, ScriptedModel
 
 HOTEL = Path(__file__).resolve().parents[2] / "examples" / "hotel.jsonl"
@@ -458,6 +458,49 @@ def test_the_unmade_call_note_comes_once_and_never_in_the_last_round() -> None:
     )
     result = Agent(after, seed_tools).run("2+2?")
     assert result.answer == "calculator(...) returned 4.0" and len(after.requests) == 2
+
+
+def test_a_corrected_call_written_into_an_answer_after_an_error_gets_a_note_once() -> None:
+    # As the local 1.5B does: the call fails, and the reply explains the fix in prose
+    # with the corrected call in a block instead of making it.
+    explained = (
+        "The expression needs Python syntax. Here is the corrected call:\n```json\n"
+        '{"name": "calculator", "arguments": {"expression": "2 ** 10"}}\n```'
+    )
+    model = ScriptedModel(
+        [
+            calls(("calculator", {"expression": "2 ^^ 10"})),
+            explained,
+            calls(("calculator", {"expression": "2 ** 10"}), prefix="d"),
+            "2 to the 10th is 1024.",
+        ]
+    )
+    result = Agent(model, seed_tools).run("What is 2 to the 10th?")
+    assert result.status == "completed" and result.answer == "2 to the 10th is 1024."
+    assert [c.error is None for c in result.calls] == [False, True]
+    note = result.messages[4]
+    assert note.role == "user" and note.content == UNMADE_RETRY_NOTE.format(name="calculator")
+    assert_invariant(result)
+
+    # Once a run: the same explanation again is the answer.
+    twice = ScriptedModel([calls(("calculator", {"expression": "2 ^^ 10"})), explained, explained])
+    result = Agent(twice, seed_tools).run("What is 2 to the 10th?")
+    assert result.answer == explained and len(twice.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("first", "answer"),
+    [
+        # After a call that worked, naming the tool is an answer about its result.
+        ({"expression": "2 ** 10"}, "calculator(2 ** 10) returned 1024."),
+        # After one that failed, an answer that writes no call is final.
+        ({"expression": "2 ^^ 10"}, "The calculator could not read that expression."),
+    ],
+)
+def test_other_answers_after_a_call_are_final(first: dict[str, str], answer: str) -> None:
+    model = ScriptedModel([calls(("calculator", first)), answer])
+    result = Agent(model, seed_tools).run("What is 2 to the 10th?")
+    assert result.answer == answer and len(model.requests) == 2
 
 
 async def test_the_blocking_entry_points_refuse_a_running_event_loop() -> None:
