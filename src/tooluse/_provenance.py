@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -249,25 +249,12 @@ class Provenance:
         identifiers inside them; `selections` says whether a value that is a
         whole field of an untrusted result passes (see the module's text).
         """
-        with self._lock:
-            trusted = list(self._trusted)
-            untrusted = list(self._untrusted)
-        if not untrusted:
-            return []
-        found: list[Suspicious] = []
-        seen: set[str] = set()
-        for name, value in arguments.items():
-            for written, needle in _candidates(value, free=name in free_text):
-                if not needle or needle in seen:
-                    continue
-                seen.add(needle)
-                if len(needle) < min_chars:
-                    continue
-                test = _Text.holds if selections == "check" else _Text.copies
-                sources = [t.tool for t in untrusted if test(t, needle)]
-                if sources and not any(t.holds(needle) for t in trusted):
-                    found.append(Suspicious(name, written, tuple(dict.fromkeys(sources))))
-        return found
+        values = (
+            (name, written, needle)
+            for name, value in arguments.items()
+            for written, needle in _candidates(value, free=name in free_text)
+        )
+        return self._only_untrusted(values, min_chars, whole_fields=selections == "check")
 
     def repeated(self, text: str, *, min_chars: int = MIN_CHARS) -> list[Suspicious]:
         """The identifiers and names in `text` that only untrusted results held.
@@ -277,23 +264,33 @@ class Provenance:
         result holds, in its prose or as a field, and no trusted text does.
         Each is reported with ``argument="answer"``.
         """
+        written = [w for w in _words(text) if _IDENTIFIER.search(w)] + list(_names(text))
+        values = (("answer", value, normalise(value)) for value in written)
+        return self._only_untrusted(values, min_chars, whole_fields=True)
+
+    def _only_untrusted(
+        self, values: Iterable[tuple[str, str, str]], min_chars: int, *, whole_fields: bool
+    ) -> list[Suspicious]:
+        """Of (argument, as written, normalised), those untrusted text holds and trusted does not.
+
+        A value counts as held by an untrusted result when it is copied from it,
+        or with `whole_fields` also when it is one of its fields whole.
+        """
         with self._lock:
             trusted = list(self._trusted)
             untrusted = list(self._untrusted)
         if not untrusted:
             return []
-        written = [w for w in _words(text) if _IDENTIFIER.search(w)]
-        written += _names(text)
+        test = _Text.holds if whole_fields else _Text.copies
         found: list[Suspicious] = []
         seen: set[str] = set()
-        for value in written:
-            needle = normalise(value)
+        for argument, written, needle in values:
             if len(needle) < min_chars or needle in seen:
                 continue
             seen.add(needle)
-            sources = [t.tool for t in untrusted if t.holds(needle)]
+            sources = [t.tool for t in untrusted if test(t, needle)]
             if sources and not any(t.holds(needle) for t in trusted):
-                found.append(Suspicious("answer", value, tuple(dict.fromkeys(sources))))
+                found.append(Suspicious(argument, written, tuple(dict.fromkeys(sources))))
         return found
 
     def to_dict(self) -> dict[str, Any]:
