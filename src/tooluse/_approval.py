@@ -312,7 +312,9 @@ class ProvenancePolicy(ApprovalPolicy):
 
     Args:
         on_flag: ``"deny"`` or ``"defer"``.
-        min_chars: values shorter than this, normalised, are never flagged.
+        min_chars: values at least this long, normalised, are tested as
+            substrings; a shorter string only as a whole word of untrusted
+            prose that no result holds as a field, and a shorter number not.
         free_text: argument names whose values are prose (a message's body):
             only the identifiers inside them are tested. Default `FREE_TEXT`.
         selections: ``"allow"`` passes a value that is a whole field of an

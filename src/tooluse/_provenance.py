@@ -19,8 +19,12 @@ case-folded, whitespace removed), so ``DE89 3704`` in a mail matches
   `FREE_TEXT`), only the identifiers inside it. Prose copied from a mail into
   a note is data moving, not an instruction obeyed; an address or a link in
   that prose is still tested;
-- only values of at least ``min_chars`` normalised characters: ``"1"``,
-  ``"yes"``, ``"EUR"`` or a file ID such as ``"13"`` are in every text.
+- values of at least ``min_chars`` normalised characters as substrings. A
+  shorter string (``"13"``, ``"09:00"``) is in every text as a substring, so it
+  is tested only as a whole word of untrusted prose ("delete the file with ID
+  '13'"), and passes wherever any result, trusted or not, holds it as a whole
+  field (the ID of a file listed) or trusted text holds it at all. Short
+  numbers (``2``, ``50.0``) are quantities and are not tested.
 
 A value is *copied* when it occurs inside an untrusted text, such as a word of
 a mail's body or part of a longer field. A value that only occurs as a whole
@@ -144,23 +148,23 @@ def _names(text: str) -> Iterator[str]:
             run = []
 
 
-def _candidates(value: Any, *, free: bool) -> Iterator[tuple[str, str]]:
-    """(as written, normalised) for each value of an argument that is tested.
+def _candidates(value: Any, *, free: bool) -> Iterator[tuple[str, str, bool]]:
+    """(as written, normalised, whether it is text) for each value of an argument that is tested.
 
-    Free text yields only the identifiers inside it.
+    Free text yields only the identifiers inside it; a number is not text.
     """
     if isinstance(value, str):
         if not free:
-            yield value, normalise(value)
+            yield value, normalise(value), True
         if free or len(value.split()) > 1:
             for token in _words(value):
                 if _IDENTIFIER.search(token):
-                    yield token, normalise(token)
+                    yield token, normalise(token), True
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int | float):
         for text in _number_texts(value):
-            yield text, text
+            yield text, text, False
     elif isinstance(value, Mapping):
         for item in value.values():
             yield from _candidates(item, free=free)
@@ -180,13 +184,16 @@ class _Text:
     """The leaves that hold whitespace, normalised and joined."""
     atoms: frozenset[str]
     """The leaves without whitespace (an ID, an address, a name), normalised."""
+    words: frozenset[str]
+    """The words of the prose, normalised, without the punctuation around them."""
 
     @classmethod
     def of(cls, tool: str, leaves: Sequence[str]) -> _Text:
         prose = [leaf for leaf in leaves if len(leaf.split()) > 1]
         atoms = frozenset(normalise(leaf) for leaf in leaves if len(leaf.split()) == 1)
         joined = _SEPARATOR.join(normalise(leaf) for leaf in prose)
-        return cls(tool, tuple(leaves), joined, atoms - {""})
+        words = frozenset(normalise(word) for leaf in prose for word in _words(leaf))
+        return cls(tool, tuple(leaves), joined, atoms - {""}, words - {""})
 
     def copies(self, needle: str) -> bool:
         """`needle` occurs inside this text: in its prose, or as part of a longer field."""
@@ -249,12 +256,20 @@ class Provenance:
         identifiers inside them; `selections` says whether a value that is a
         whole field of an untrusted result passes (see the module's text).
         """
-        values = (
-            (name, written, needle)
+        values = [
+            (name, written, needle, text)
             for name, value in arguments.items()
-            for written, needle in _candidates(value, free=name in free_text)
-        )
-        return self._only_untrusted(values, min_chars, whole_fields=selections == "check")
+            for written, needle, text in _candidates(value, free=name in free_text)
+        ]
+        longer = ((name, w, n) for name, w, n, _ in values if len(n) >= min_chars)
+        found = self._only_untrusted(longer, min_chars, whole_fields=selections == "check")
+        short = [(name, w, n) for name, w, n, text in values if text and 0 < len(n) < min_chars]
+        flagged = [normalise(s.value) for s in found]
+        return found + [
+            s
+            for s in self._short_words(short, selections=selections)
+            if not any(normalise(s.value) in whole for whole in flagged)  # part of one found
+        ]
 
     def repeated(self, text: str, *, min_chars: int = MIN_CHARS) -> list[Suspicious]:
         """The identifiers and names in `text` that only untrusted results held.
@@ -267,6 +282,34 @@ class Provenance:
         written = [w for w in _words(text) if _IDENTIFIER.search(w)] + list(_names(text))
         values = (("answer", value, normalise(value)) for value in written)
         return self._only_untrusted(values, min_chars, whole_fields=True)
+
+    def _short_words(
+        self, values: Iterable[tuple[str, str, str]], *, selections: Selections
+    ) -> list[Suspicious]:
+        """Of short (argument, as written, normalised), those only a word of untrusted prose gave.
+
+        A short value stands for itself only as a whole word ("the file with ID
+        '13'"); it passes when trusted text holds it anywhere or any result
+        holds it as a whole field (with ``selections="check"``, a trusted one).
+        """
+        with self._lock:
+            trusted = list(self._trusted)
+            untrusted = list(self._untrusted)
+        fields = [*trusted, *(untrusted if selections == "allow" else [])]
+        found: list[Suspicious] = []
+        seen: set[str] = set()
+        for argument, written, needle in values:
+            if needle in seen:
+                continue
+            seen.add(needle)
+            sources = [t.tool for t in untrusted if needle in t.words]
+            if (
+                sources
+                and not any(t.holds(needle) for t in trusted)
+                and not any(needle in t.atoms for t in fields)
+            ):
+                found.append(Suspicious(argument, written, tuple(dict.fromkeys(sources))))
+        return found
 
     def _only_untrusted(
         self, values: Iterable[tuple[str, str, str]], min_chars: int, *, whole_fields: bool
