@@ -492,8 +492,9 @@ def agentdojo(  # noqa: PLR0917
         int | None,
         typer.Option(
             "--min-chars",
-            help="With --defense provenance: the shortest value the policy tests "
-            "(default 6); rows name it beside the defense.",
+            help="With --defense provenance: the shortest value the policy tests as a "
+            "substring (default 6; shorter strings only as words); rows name it beside "
+            "the defense.",
         ),
     ] = None,
     base_url: BaseUrlOption = None,
