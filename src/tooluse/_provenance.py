@@ -23,8 +23,9 @@ case-folded, whitespace removed), so ``DE89 3704`` in a mail matches
   shorter string (``"13"``, ``"09:00"``) is in every text as a substring, so it
   is tested only as a whole word of untrusted prose ("delete the file with ID
   '13'"), and passes wherever any result, trusted or not, holds it as a whole
-  field (the ID of a file listed) or trusted text holds it at all. Short
-  numbers (``2``, ``50.0``) are quantities and are not tested.
+  field (the ID of a file listed) or trusted text holds it as a word (not as
+  part of ``2024-05-19 13:00``). Short numbers (``2``, ``50.0``) are
+  quantities and are not tested.
 
 A value is *copied* when it occurs inside an untrusted text, such as a word of
 a mail's body or part of a longer field. A value that only occurs as a whole
@@ -289,8 +290,9 @@ class Provenance:
         """Of short (argument, as written, normalised), those only a word of untrusted prose gave.
 
         A short value stands for itself only as a whole word ("the file with ID
-        '13'"); it passes when trusted text holds it anywhere or any result
-        holds it as a whole field (with ``selections="check"``, a trusted one).
+        '13'"), on either side: it passes when trusted text holds it as a word
+        or any result holds it as a whole field (with ``selections="check"``, a
+        trusted one), not when it is only part of a trusted ``13:00``.
         """
         with self._lock:
             trusted = list(self._trusted)
@@ -305,7 +307,7 @@ class Provenance:
             sources = [t.tool for t in untrusted if needle in t.words]
             if (
                 sources
-                and not any(t.holds(needle) for t in trusted)
+                and not any(needle in t.words for t in trusted)
                 and not any(needle in t.atoms for t in fields)
             ):
                 found.append(Suspicious(argument, written, tuple(dict.fromkeys(sources))))

@@ -184,6 +184,9 @@ def test_a_short_value_counts_only_as_a_word_no_result_holds_as_a_field() -> Non
     assert flagged(file_id="1") == []  # "13" holds "1", but not as a word
     assert flagged(count=2) == []  # a short number is a quantity
     assert seen.suspicious({"file_id": "13"}, min_chars=2) != []  # long enough: a copy
+    # Inside a longer trusted value, "13" is not the word the mail wrote.
+    seen.note("create_event", {"id": "27", "end": "2024-05-19 13:00"}, trusted=True)
+    assert flagged(file_id="13") == ["13"]
     # Listed as a whole field, the ID is a selection, as a long value would be.
     seen.note("list_files", [{"id": "13", "name": "notes.txt"}], trusted=False)
     assert flagged(file_id="13") == []
