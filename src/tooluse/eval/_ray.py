@@ -85,7 +85,8 @@ class TokenBucket:
     `reserve` takes a token now, or reserves the next one, and returns the
     seconds the caller must wait before using it; reservations are handed out
     in order, so callers never bunch up past the rate. On the cluster one
-    instance lives in an actor and every worker asks it.
+    instance lives in an actor and every worker asks it. `slots` gives, on
+    the bucket's clock, the time each token handed out could first be used.
     """
 
     def __init__(
@@ -98,13 +99,20 @@ class TokenBucket:
         self._clock = clock
         self._tokens = float(burst)
         self._stamp = clock()
+        self._slots: list[float] = []
 
     def reserve(self) -> float:
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._stamp) / self.interval)
         self._stamp = now
         self._tokens -= 1
-        return max(0.0, -self._tokens * self.interval)
+        delay = max(0.0, -self._tokens * self.interval)
+        self._slots.append(now + delay)
+        return delay
+
+    def slots(self) -> list[float]:
+        """When each token handed out so far could first be used, in the order they were."""
+        return list(self._slots)
 
 
 class _Paced(Model):
@@ -351,11 +359,14 @@ def ray_rows(
     jobs: Sequence[tuple[Task, str]],
     tasks: Sequence[Task] | None,
     on_wait: Callable[[str], None] | None = None,
+    on_slots: Callable[[list[float]], None] | None = None,
 ) -> Iterator[Row]:
     """Run `jobs` on Ray and yield each row as it finishes.
 
     `tasks` are the caller's task objects (shipped to the workers once), or
-    None when each worker builds the configured suite itself.
+    None when each worker builds the configured suite itself. With a rate
+    limit, `on_slots` gets the shared bucket's `TokenBucket.slots` once every
+    row is in.
     """
     ray = import_ray()
     if not isinstance(config.model, str):
@@ -389,6 +400,8 @@ def ray_rows(
         actors = config.ray.actors if config.ray.actors is not None else needs_warm_up(config.model)
         run = _on_actors if actors else _on_tasks
         yield from run(ray, sweep, queue, workers, notices)
+        if bucket is not None and on_slots is not None:
+            on_slots(ray.get(bucket.slots.remote()))
 
 
 def _worker_row(job: _Job, label: str, exc: BaseException, died: bool) -> Row:

@@ -405,6 +405,9 @@ class Bench:
         self.results = config.out / RESULTS
         self._tasks = list(tasks) if tasks is not None else None
         self._on_wait: Callable[[str], None] | None = None
+        #: With a rate limit on Ray: when the shared bucket let each model request
+        #: go, on the monotonic clock of the node the bucket ran on, in order.
+        self.rate_slots: list[float] = []
         # Resolving the model now turns a bad spec into an error before anything runs.
         self._context = _Context(
             config.model, base_url=config.base_url, calls=config.calls, traces=config.trace_dir
@@ -477,7 +480,9 @@ class Bench:
         if self.config.executor == "ray":
             from ._ray import ray_rows
 
-            yield from ray_rows(self.config, jobs, self._tasks, self._on_wait)
+            yield from ray_rows(
+                self.config, jobs, self._tasks, self._on_wait, on_slots=self.rate_slots.extend
+            )
         elif self.config.workers == 1:
             yield from self._in_process(jobs)
         else:
