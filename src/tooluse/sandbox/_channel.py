@@ -29,11 +29,17 @@ __all__ = ["Channel", "LoopChannel", "Message", "ThreadChannel"]
 Message = dict[str, Any]
 
 _MAX_LINE = 32 * 1024 * 1024
+# Replies the script has not read yet, held on the host: past this the script is stopped.
+_MAX_UNSENT = 64 * 1024 * 1024
 _RECV_SIZE = 1 << 16
 # After serving a call, how long the channel thread keeps looking for the script's next
 # message before it sleeps: a script calling tools in a loop sends it within microseconds,
 # and waking a sleeping thread costs more than that on a virtual machine.
 _SPIN_S = 100e-6
+_TOO_LONG = f"a tool call from the script exceeded {_MAX_LINE >> 20} MiB"
+_UNREAD = (
+    f"the script left more than {_MAX_UNSENT >> 20} MiB of tool replies unread; it was stopped"
+)
 # The channel thread sleeps in poll() at most this long before it checks whether the
 # channel was closed (closing a pipe does not wake a poll() on it).
 _POLL_MS = 100
@@ -51,7 +57,7 @@ class Channel:
         calls: int,
         replies: int,
         on_message: Callable[[Message], bool],
-        on_oversized: Callable[[], None],
+        on_oversized: Callable[[str], None],
     ) -> None:
         self._calls_fd = calls
         self._replies_fd = replies
@@ -104,6 +110,10 @@ class Channel:
             if self._closed:
                 return
             if self._unsent:
+                if len(self._unsent) + len(data) > _MAX_UNSENT:
+                    self._unsent.clear()
+                    self.on_loop(self._oversized, _UNREAD)
+                    return
                 self._unsent += data
                 return
             try:
@@ -156,9 +166,9 @@ class Channel:
                 self.finish()
                 return
 
-    def _oversized(self) -> None:
+    def _oversized(self, message: str = "") -> None:
         if not self.ended.done():
-            self._on_oversized()
+            self._on_oversized(message or _TOO_LONG)
             self.finish()
 
     def finish(self) -> None:
@@ -222,7 +232,7 @@ class ThreadChannel(Channel):
         calls: int,
         replies: int,
         on_message: Callable[[Message], bool],
-        on_oversized: Callable[[], None],
+        on_oversized: Callable[[str], None],
         serve: Callable[[Message], bool | None],
     ) -> None:
         super().__init__(calls, replies, on_message, on_oversized)

@@ -4,6 +4,7 @@ import asyncio
 import codecs
 import inspect
 import itertools
+import json
 import os
 import signal
 import sys
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._channel import Channel, LoopChannel, Message, ThreadChannel
 from ._exceptions import SandboxError
 from ._limits import SandboxLimits
-from ._output import OutputCapture
+from ._output import OutputCapture, fit
 from ._types import (
     DirectCall,
     DirectHandler,
@@ -37,7 +38,11 @@ __all__ = ["Execution"]
 # After asking the server to kill a script, how long to wait for its pipes to close before
 # declaring the sandbox broken.
 _KILL_GRACE_S = 3.0
-_LINGER_KILL_S = 0.1
+# How long a script told to stop (at its limit on calls) has to end on its own.
+_STOP_GRACE_S = 1.0
+# The monitor's report is one short JSON line; a tool name is an identifier.
+_MAX_STATUS = 4096
+_MAX_NAME = 64
 # How often the event loop looks at the call the channel thread runs, to abandon it once
 # past its timeout: a call times out at most this much late.
 _WATCH_S = 0.02
@@ -99,37 +104,44 @@ class Execution:
         # The call running on the channel thread, its deadline, and the script's id for it.
         self._running_direct: tuple[DirectCall, float | None, object] | None = None
         self._watch: asyncio.TimerHandle | None = None
+        self._kill_later: asyncio.TimerHandle | None = None
 
     async def run(self) -> ExecResult:
         started = time.perf_counter()
-        # The tool channel: calls come up one pipe, replies go down the other.
+        # The tool channel: calls come up one pipe, replies go down the other. The job
+        # travels in a memory file the worker alone reads; the status pipe goes to the
+        # script's monitor alone, which reports the end once every process of the script
+        # is gone.
         calls_read, calls_write = os.pipe()
         replies_read, replies_write = os.pipe()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
+        status_read, status_write = os.pipe()
+        job = _job_file(
+            {
+                "script": self._script,
+                "module": self._module_name,
+                "tools": [
+                    [spec.name, list(spec.params), spec.positional] for spec in self._tools.values()
+                ],
+            }
+        )
         try:
             self._sandbox._send_run(
                 {
                     "t": "run",
                     "job": self._job_id,
-                    "script": self._script,
-                    "module": self._module_name,
-                    "tools": [
-                        [spec.name, list(spec.params), spec.positional]
-                        for spec in self._tools.values()
-                    ],
                     "limits": self._limits.for_worker(),
                     "deadline": self._timeout,
                 },
-                # The monitor gets the first, to report how the script ended.
-                [calls_write, replies_read, out_write, err_write],
+                [calls_write, replies_read, out_write, err_write, job, status_write],
             )
         except BaseException:
-            for fd in (calls_read, replies_write, out_read, err_read):
+            for fd in (calls_read, replies_write, out_read, err_read, status_read):
                 os.close(fd)
             raise
         finally:
-            for fd in (calls_write, replies_read, out_write, err_write):
+            for fd in (calls_write, replies_read, out_write, err_write, job, status_write):
                 os.close(fd)
 
         pipes = [
@@ -142,6 +154,7 @@ class Execution:
             ),
             _Pipe(err_read, self._stderr, self._on_output, "stderr"),
         ]
+        status = _Pipe(status_read, OutputCapture(_MAX_STATUS), _ignore, "status")
         loop = asyncio.get_running_loop()
         self._channel = (
             LoopChannel(calls_read, replies_write, self._on_message, self._on_oversized)
@@ -156,29 +169,25 @@ class Execution:
         calls = self._channel.ended
         try:
             try:
-                await asyncio.wait_for(asyncio.shield(calls), self._timeout)
+                await asyncio.wait_for(asyncio.shield(status.eof), self._timeout)
             except TimeoutError:
                 self._stop("wall_clock", f"timed out after {_seconds(self._timeout)}")
                 try:
-                    await asyncio.wait_for(asyncio.shield(calls), _KILL_GRACE_S)
+                    await asyncio.wait_for(asyncio.shield(status.eof), _KILL_GRACE_S)
                 except TimeoutError:
                     self._sandbox._mark_broken()
                     raise SandboxError("the sandbox did not stop a timed-out script") from None
-            if self._done is not None:
-                # The script flushed its output before reporting, so whatever it wrote is
-                # already in the pipes: take it without waiting for the process to be torn
-                # down. Output of background processes still running is dropped with them.
-                # A script could fake that report and keep running: make sure it stops, a
-                # little later, off the path of whatever the caller does next.
-                loop.call_later(_LINGER_KILL_S, self._sandbox._send_kill, self._job_id)
+            self._exit = _status_record(status)
+            # Every process of the script is gone, so whatever it wrote is in the pipes:
+            # read to their ends (the outcome the script reported is on the tool channel).
+            rest = asyncio.gather(calls, *(pipe.eof for pipe in pipes))
+            try:
+                await asyncio.wait_for(rest, _KILL_GRACE_S)
+            except TimeoutError:
+                # Only without a pid namespace can something the script started outlive
+                # the sweep and hold a pipe open: what it wrote so far is kept.
                 for pipe in pipes:
                     pipe.read_available()
-            else:
-                eof = asyncio.gather(*(pipe.eof for pipe in pipes))
-                try:
-                    await asyncio.wait_for(eof, _KILL_GRACE_S)
-                except TimeoutError:
-                    self._sandbox._send_kill(self._job_id)
         except BaseException:
             # Cancelled by the caller, or the sandbox is stuck: kill the script and let the
             # descriptors close.
@@ -189,12 +198,14 @@ class Execution:
             self._closed = True
             if self._watch is not None:
                 self._watch.cancel()
+            if self._kill_later is not None:
+                self._kill_later.cancel()
             running = self._running_direct
             if running is not None:
                 # Recorded as cut short; the channel is closed below, so no new reader.
                 running[0].abandon("the script was stopped before the call ended")
             self._waiting.clear()
-            for pipe in pipes:
+            for pipe in (*pipes, status):
                 pipe.close()
             for call, pending in self._call_tasks.values():
                 call.cancel()
@@ -239,15 +250,17 @@ class Execution:
     # -- tool calls --------------------------------------------------------------------------
 
     def _on_message(self, message: Message) -> bool:
-        """Handle one message from the script (on the loop); False once no more are wanted."""
+        """Handle one message from the script (on the loop); False once no more are wanted.
+
+        "done" carries the outcome the script reports; it does not end the run, which
+        ends when the monitor reports that every process of the script is gone.
+        """
         kind = message.get("t")
         if kind == "call":
             self._accept_call(message)
         elif kind == "done":
             self._done = message
             return False
-        elif kind == "exit":
-            self._exit = message
         return True
 
     def _accept_call(self, message: dict[str, Any]) -> None:
@@ -258,11 +271,21 @@ class Execution:
             if not over:
                 self._calls_made += 1
         if over:
-            self._stop(
-                "calls",
-                f"the script made more than {self._max_calls:,} tool calls, the limit per "
-                "script; it was stopped. Batch work with tools.parallel() or make fewer calls.",
-            )
+            if self._stop_reason is None:
+                self._stop_reason = "calls"
+                self._stop_message = (
+                    f"the script made more than {self._max_calls:,} tool calls, the limit "
+                    "per script; it was stopped. Batch work with tools.parallel() or make "
+                    "fewer calls."
+                )
+                # The reply ends the script from inside, so that what it printed is
+                # flushed; a script that does not end at once is killed.
+                self._send_reply(
+                    message.get("id"), ToolReply.fail(self._stop_message, kind="calls"), stop=True
+                )
+                self._kill_later = asyncio.get_running_loop().call_later(
+                    _STOP_GRACE_S, self._stop, None, ""
+                )
             return
         if self._waiting or self._running >= self._limits.max_concurrent_calls:
             self._waiting.append(message)
@@ -273,8 +296,13 @@ class Execution:
         # A handler that answers without awaiting is answered right here, in the callback
         # that read the call: no task, no extra turn of the event loop.
         call_id, name, arguments = message.get("id"), message.get("name"), message.get("args")
+        if not _is_call_id(call_id):
+            # Only a forged message has another id: there is nobody to answer, and an
+            # answer would copy whatever the script sent.
+            return
         if not isinstance(name, str) or name not in self._tools:
-            reply = ToolReply.fail(f"there is no tool named {name!r}", kind="unknown_tool")
+            shown = repr(name) if isinstance(name, str) and len(name) <= _MAX_NAME else "given"
+            reply = ToolReply.fail(f"there is no tool named {shown}", kind="unknown_tool")
         elif "unreadable" in message:
             reason = message["unreadable"]
             reply = ToolReply.fail(f"the arguments cannot be read: {reason}", kind="validation")
@@ -329,9 +357,9 @@ class Execution:
         if self._waiting:
             self._start_waiting()
 
-    def _send_reply(self, call_id: object, reply: ToolReply) -> None:
+    def _send_reply(self, call_id: object, reply: ToolReply, *, stop: bool = False) -> None:
         assert self._channel is not None
-        self._channel.send(_reply_line(call_id, reply))
+        self._channel.send(_reply_line(call_id, reply, stop=stop))
         if self._direct is not None:
             with self._lock:
                 self._forwarded -= 1
@@ -416,8 +444,8 @@ class Execution:
 
     # -- output ------------------------------------------------------------------------------
 
-    def _on_oversized(self) -> None:
-        self._stop("output", "a tool call from the script exceeded 32 MiB")
+    def _on_oversized(self, message: str) -> None:
+        self._stop("output", message)
 
     def _pass_stdout(self, data: bytes) -> None:
         text = self._decoder.decode(data)
@@ -439,13 +467,20 @@ class Execution:
 
     def _result(self, duration: float) -> ExecResult:
         status, error, limit = self._classify()
+        # Whatever comes back from the script counts against one budget, the error text
+        # (which the script writes: an exception's message, a note, an exit message) too.
+        error_capture = OutputCapture(self._limits.max_output_bytes)
+        if error is not None:
+            error_capture.feed(error.encode(errors="replace"))
+        captures = (self._stdout, self._stderr, error_capture)
+        (stdout, stderr, error_text), cut = fit(captures, self._limits.max_output_bytes)
         return ExecResult(
             status=status,
-            stdout=self._stdout.text(),
-            stderr=self._stderr.text(),
-            error=error,
+            stdout=stdout,
+            stderr=stderr,
+            error=None if error is None else error_text,
             limit=limit,
-            truncated=self._stdout.truncated or self._stderr.truncated,
+            truncated=cut,
             calls_made=self._calls_made,
             duration_s=duration,
         )
@@ -456,6 +491,21 @@ class Execution:
         if self._stop_reason is not None:
             return "killed", self._stop_message, self._stop_reason
         done, exit_ = self._done, self._exit
+        passed = None if exit_ is None else exit_.get("limit")
+        if passed == "memory":
+            return (
+                "killed",
+                f"memory limit exceeded ({self._limits.memory_mb} MiB, all of the script's "
+                "processes together)",
+                "memory",
+            )
+        if passed == "cpu":
+            return (
+                "killed",
+                f"CPU time limit exceeded ({_seconds(self._limits.cpu_seconds)} of CPU time, "
+                "all of the script's processes together)",
+                "cpu",
+            )
         if done is not None:
             if done.get("ok"):
                 return "ok", None, None
@@ -497,7 +547,47 @@ class Execution:
 _encode = json_encoder()
 
 
-def _reply_line(call_id: object, reply: ToolReply) -> bytes:
+def _is_call_id(value: object) -> bool:
+    return type(value) is int and 0 <= value < 1 << 63
+
+
+def _job_file(job: dict[str, object]) -> int:
+    """A memory file holding ``job`` as JSON, positioned at its start."""
+    fd = os.memfd_create("tooluse-job", os.MFD_CLOEXEC)
+    view = memoryview(_encode(job).encode())
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _status_record(status: _Pipe) -> dict[str, Any] | None:
+    """The monitor's report of how the script ended, or None if it died before writing it."""
+    try:
+        record = json.loads(status.text())
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and record.get("t") == "exit" else None
+
+
+def _ignore(capture: OutputCapture, stream: str) -> None:
+    pass
+
+
+def _reply_line(call_id: object, reply: ToolReply, *, stop: bool = False) -> bytes:
+    if stop:
+        return (
+            _encode(
+                {
+                    "id": call_id,
+                    "ok": False,
+                    "kind": reply.kind,
+                    "message": reply.message,
+                    "stop": True,
+                }
+            ).encode()
+            + b"\n"
+        )
     if reply.kind is None and type(call_id) is int:
         # The usual reply, written around its value (the slower way below words failures).
         try:
@@ -609,6 +699,9 @@ class _Pipe:
             if self._listen is not None:
                 self._listen(data)
             self._on_data(self._capture, self._stream)
+
+    def text(self) -> str:
+        return self._capture.text()
 
     def close(self) -> None:
         if self._fd >= 0:

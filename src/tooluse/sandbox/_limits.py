@@ -12,18 +12,23 @@ class SandboxLimits:
     """Resource limits applied to every script run by a :class:`Sandbox`.
 
     Attributes:
-        cpu_seconds: CPU time per script (rounded up to whole seconds); past it the script
-            is killed. The wall clock is the ``timeout`` argument of ``execute``.
+        cpu_seconds: CPU time per script, summed over every process it starts; past it
+            the script is killed. The wall clock is the ``timeout`` argument of ``execute``.
         memory_mb: memory the script may allocate on top of the interpreter it starts
-            from (enforced as address space, so it also bounds reservations).
+            from, summed over every process it starts (each process is also held to it as
+            address space, so it bounds reservations too).
         max_processes: processes and threads a script may start. Scripts running at the
             same time in one Sandbox share this budget.
         max_file_mb: largest file a script may write.
         scratch_mb: size of the writable scratch directory (``/tmp``, the working
-            directory), shared by all scripts of one Sandbox.
+            directory). Each script gets its own, empty, and it is gone when the script
+            ends.
+        scratch_files: files and directories the scratch directory (and the script's
+            ``/dev/shm``) may hold: empty files cost the kernel memory too.
         max_open_files: open file descriptors per process.
-        max_output_bytes: stdout and stderr are each cut to about this many bytes, keeping
-            the head and the tail and saying how much was cut in between.
+        max_output_bytes: what comes back from a script (stdout, stderr and the error
+            text together) is cut to about this many bytes, keeping the head and the tail
+            of each and saying how much was cut in between.
         flood_limit_mb: a script writing more than this to one stream is stopped.
         max_calls: tool calls per script; the call past it stops the script with a message
             for the model. None means no cap.
@@ -35,6 +40,7 @@ class SandboxLimits:
     max_processes: int = 64
     max_file_mb: int = 64
     scratch_mb: int = 256
+    scratch_files: int = 10_000
     max_open_files: int = 256
     max_output_bytes: int = 20_000
     flood_limit_mb: int = 16
@@ -48,6 +54,7 @@ class SandboxLimits:
             "max_processes": self.max_processes,
             "max_file_mb": self.max_file_mb,
             "scratch_mb": self.scratch_mb,
+            "scratch_files": self.scratch_files,
             "max_open_files": self.max_open_files,
             "max_output_bytes": self.max_output_bytes,
             "flood_limit_mb": self.flood_limit_mb,

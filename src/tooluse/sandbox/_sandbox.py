@@ -35,9 +35,11 @@ IsolationMode: TypeAlias = Literal["auto", "required", "none"]
 _HERE = Path(__file__).resolve().parent
 # The server and the wire module it shares with the host, side by side.
 _RUNTIME_IN_SANDBOX = "/run/tooluse"
-_RUNTIME_FILES = ("_server.py", "_wire.py")
+_RUNTIME_FILES = ("_server.py", "_tree.py", "_wire.py")
 _SCRATCH_IN_SANDBOX = "/tmp"
 _START_TIMEOUT_S = 20.0
+# Each script's /dev/shm (POSIX shared memory, multiprocessing's locks and queues).
+_SHM_BYTES = 16 * 1024 * 1024
 _CLOSE_GRACE_S = 3.0
 
 # Each root-started Sandbox runs under its own uid so that RLIMIT_NPROC (counted per uid)
@@ -303,7 +305,7 @@ class Sandbox:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise _StartError("bubblewrap (bwrap) is not installed")
-        seccomp = build_filter()
+        seccomp = build_filter(for_scripts=False)
         python, prefixes = _python_install()
         ro_paths = _dedupe([*prefixes, *self._python_paths])
         as_root = os.geteuid() == 0
@@ -348,26 +350,22 @@ class Sandbox:
                 else:
                     argv += ["--ro-bind", path, path]
             argv += [
+                # The sandbox's own /proc, which the fork server and the monitors read; each
+                # script mounts a fresh one of its own pid namespace over it, and fresh
+                # /tmp and /dev/shm (see _server._private_namespaces).
                 "--proc",
                 "/proc",
                 "--dev",
                 "/dev",
-                "--size",
-                str(self.limits.scratch_mb * 1024 * 1024),
-                "--tmpfs",
+                "--dir",
                 _SCRATCH_IN_SANDBOX,
-                "--chmod",
-                "1777",
-                _SCRATCH_IN_SANDBOX,
+                "--dir",
+                "/dev/shm",
                 "--dir",
                 _RUNTIME_IN_SANDBOX,
                 *runtime,
-                # Nothing outside the scratch directory is writable, not even the sandbox's
-                # own root and /dev (both would be unlimited tmpfs otherwise).
-                "--size",
-                str(16 * 1024 * 1024),
-                "--tmpfs",
-                "/dev/shm",
+                # Nothing is writable but what each script mounts for itself, not even the
+                # sandbox's own root and /dev (both would be unlimited tmpfs otherwise).
                 "--remount-ro",
                 "/dev",
                 "--remount-ro",
@@ -382,16 +380,20 @@ class Sandbox:
                 "-X",
                 "utf8",
                 f"{_RUNTIME_IN_SANDBOX}/_server.py",
-                json.dumps(
-                    {
-                        "ctl_fd": ctl_remote.fileno(),
-                        "mode": "bwrap",
-                        "prefork": self._prefork,
-                        "paths": self._python_paths,
-                        "scratch": _SCRATCH_IN_SANDBOX,
-                    }
-                ),
+                # Only the control socket's number: the configuration comes through it, so
+                # that no script (each a fork of the server) reads it in /proc/self/cmdline.
+                str(ctl_remote.fileno()),
             ]
+            config = {
+                "mode": "bwrap",
+                "prefork": self._prefork,
+                "paths": self._python_paths,
+                "scratch": _SCRATCH_IN_SANDBOX,
+                "scratch_bytes": self.limits.scratch_mb * 1024 * 1024,
+                "scratch_files": self.limits.scratch_files,
+                "shm_bytes": _SHM_BYTES,
+                "seccomp": (build_filter() or b"").hex(),
+            }
             if stage_dir is not None:
                 uid = self._claim_uid()
                 launch = {
@@ -410,7 +412,7 @@ class Sandbox:
                 ]
             else:
                 command = argv
-            self._spawn(command, pass_fds, ctl, ctl_remote)
+            self._spawn(command, pass_fds, ctl, ctl_remote, config=config)
             self._isolation = "bwrap+seccomp" if seccomp is not None else "bwrap"
         finally:
             for fd in memfds:
@@ -441,7 +443,6 @@ class Sandbox:
         if seccomp is not None:
             config["seccomp"] = seccomp.hex()
         ctl, ctl_remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        config["ctl_fd"] = ctl_remote.fileno()
         command = [
             python,
             "-I",
@@ -450,9 +451,9 @@ class Sandbox:
             "-X",
             "utf8",
             str(_HERE / "_server.py"),
-            json.dumps(config),
+            str(ctl_remote.fileno()),
         ]
-        self._spawn(command, [ctl_remote.fileno()], ctl, ctl_remote, cwd=scratch)
+        self._spawn(command, [ctl_remote.fileno()], ctl, ctl_remote, config=config, cwd=scratch)
         self._isolation = "none"
 
     def _spawn(
@@ -461,6 +462,8 @@ class Sandbox:
         pass_fds: list[int],
         ctl: socket.socket,
         ctl_remote: socket.socket,
+        *,
+        config: dict[str, object],
         cwd: str | None = None,
     ) -> None:
         with tempfile.TemporaryFile() as errors:
@@ -488,9 +491,14 @@ class Sandbox:
             self._ctl = ctl
             ctl.settimeout(_START_TIMEOUT_S)
             try:
+                send_frame(ctl, config)
                 frame = recv_frame(ctl)
             except (OSError, ValueError):
                 frame = None
+            if frame is not None and frame[0].get("t") == "failed":
+                raise _StartError(
+                    f"scripts cannot get namespaces of their own: {frame[0]['error']}"
+                )
             if frame is None or frame[0].get("t") != "ready":
                 errors.seek(0)
                 detail = errors.read().decode(errors="replace").strip()

@@ -11,7 +11,14 @@ What it does, in order:
 - ``socket()`` is allowed for ``AF_UNIX`` only: no IP, netlink, packet or vsock sockets;
 - io_uring (which can open sockets without calling ``socket()``), ptrace and cross-process
   memory access, BPF, perf, userfaultfd, key management, mounting, module loading, kexec,
-  swap, reboot and namespace joining fail with ``EPERM``.
+  swap, reboot and namespace joining fail with ``EPERM``;
+- System V shared memory and message queues fail with ``EPERM``: their segments and
+  queues hold memory that belongs to no process, so no per-script account could see it.
+
+Two variants: the one bubblewrap loads for the whole sandbox still lets the fork server's
+workers call ``mount()``, which each needs once to give its script a fresh ``/proc``,
+``/tmp`` and ``/dev/shm``; every worker then loads the full filter on top (filters stack,
+and the stricter answer wins) before it runs a script.
 """
 
 from __future__ import annotations
@@ -98,6 +105,8 @@ _ABIS = {
             "syslog": 103,
             "iopl": 172,
             "ioperm": 173,
+            "shmget": 29,
+            "msgget": 68,
         },
     ),
     "aarch64": _Abi(
@@ -130,6 +139,8 @@ _ABIS = {
             "acct": 89,
             "quotactl": 60,
             "syslog": 116,
+            "shmget": 194,
+            "msgget": 186,
         },
     ),
 }
@@ -169,12 +180,24 @@ class _Assembler:
         return distance
 
 
+# What the sandbox-wide filter leaves to the per-script one (see the module docstring).
+_LEFT_TO_SCRIPTS = frozenset({"mount"})
+
+
 @functools.cache
-def build_filter(machine: str | None = None) -> bytes | None:
-    """The filter for this machine's architecture, or None where it is not supported."""
+def build_filter(machine: str | None = None, *, for_scripts: bool = True) -> bytes | None:
+    """The filter for this machine's architecture, or None where it is not supported.
+
+    ``for_scripts=False`` gives the sandbox-wide variant, which still allows ``mount()``.
+    """
     abi = _ABIS.get(machine or platform.machine())
     if abi is None:
         return None
+    denied = {
+        name: number
+        for name, number in abi.denied.items()
+        if for_scripts or name not in _LEFT_TO_SCRIPTS
+    }
     arg0_low = _OFF_ARG0 if sys.byteorder == "little" else _OFF_ARG0 + 4
     asm = _Assembler()
     asm.load(_OFF_ARCH)
@@ -184,7 +207,7 @@ def build_filter(machine: str | None = None) -> bytes | None:
     if abi.has_x32:
         asm.jump(_JGE_K, _X32_SYSCALL_BIT, "kill", 0)
     asm.jump(_JEQ_K, abi.socket, "socket", 0)
-    for number in sorted(set(abi.denied.values())):
+    for number in sorted(set(denied.values())):
         asm.jump(_JEQ_K, number, "deny", 0)
     asm.ret(_RET_ALLOW)
     asm.label("socket")

@@ -1,8 +1,8 @@
 """The fork server that runs inside the sandbox, and the runtime a script sees.
 
-This file runs on its own, as ``python -I -S -B -X utf8 _server.py CONFIG_JSON``, inside the
+This file runs on its own, as ``python -I -S -B -X utf8 _server.py CONTROL_FD``, inside the
 sandbox. It imports nothing but the standard library: the ``tooluse`` package is not visible
-in there. The host passes the control socket's descriptor number in the configuration.
+in there. The host sends the configuration as the first frame on the control socket.
 
 Processes, per script::
 
@@ -36,9 +36,11 @@ import random
 import resource
 import select
 import selectors
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 import traceback
 import types
@@ -46,10 +48,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
+    from ._tree import supervise
     from ._wire import close_all, json_encoder, recv_frame, send_frame
 else:
     # Run as a script, and -I leaves the script's own directory off sys.path.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _tree import supervise
     from _wire import close_all, json_encoder, recv_frame, send_frame
 
     del sys.path[0]
@@ -63,6 +67,14 @@ _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _SECCOMP_MODE_FILTER = 2
 _CLONE_NEWPID = 0x20000000
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNET = 0x40000000
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _SCRIPT_FILENAME = "script.py"
@@ -196,8 +208,13 @@ class Server:
             if monitor is None:
                 return
             try:
-                send_frame(monitor.worker, msg, fds)
-                send_frame(monitor.sock, {"t": "watch"}, fds[:1])
+                # The descriptors, in the host's order: the tool channel's calls and
+                # replies, stdout, stderr, the job (script, module, tools: read by the
+                # worker alone, so this process never holds a script's text, and
+                # neither does anything forked from it later), and the status pipe,
+                # which only the monitor gets: a script cannot report its own end.
+                send_frame(monitor.worker, {"limits": msg["limits"]}, fds[:5])
+                send_frame(monitor.sock, {"t": "watch", "limits": msg["limits"]}, fds[5:6])
             except OSError:
                 self._discard(monitor)
                 continue
@@ -317,10 +334,21 @@ def _monitor_main(
     pidns = False
     if use_pidns:
         pidns = _libc.unshare(_CLONE_NEWPID) == 0
+        if not pidns:
+            # A script without a namespace of its own would see the server and the
+            # other scripts: no worker at all rather than that one.
+            os._exit(71)
+    scratch = None
     if not pidns:
         # Without a pid namespace, orphans of the script get reparented here so the sweep
         # below can find them.
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        # Nor mounts of its own: the script works in a fresh directory of the host's
+        # scratch, removed when it ends (isolation="none" keeps nothing private).
+        scratch = tempfile.mkdtemp(prefix="script-", dir=config["scratch"])
+        if config.get("uid") is not None and os.getuid() == 0:
+            os.chown(scratch, config["uid"], config["gid"])
+        os.chdir(scratch)
     # The server asks for a kill with SIGUSR1 rather than killing this process, so that
     # the sweep below still runs. Installed before the fork: a request may come at once.
     worker = 0
@@ -342,28 +370,38 @@ def _monitor_main(
         finally:
             os._exit(70)
     worker_end.close()
-    # The job itself goes to the worker; this side only gets the tool channel, to report
-    # how the worker ended.
+    # The job itself goes to the worker; this side only gets the status pipe, to report
+    # how the worker ended, and the limits it watches the script's whole tree for.
     frame = recv_frame(sock)
     if frame is None or not frame[1]:
         _kill(worker)
         os._exit(0)
-    channel = frame[1][0]
+    status_fd = frame[1][0]
     close_all(frame[1][1:])
+    limits = frame[0].get("limits", {})
     started = time.monotonic()
-    _pid, status, usage = os.wait4(worker, 0)
+    status, usage, passed, tree = supervise(
+        worker,
+        worker if pidns else me,
+        float(limits["cpu"]) if "cpu" in limits else None,
+        int(limits["memory"]) if "memory" in limits else None,
+    )
     if not pidns:
         _sweep_descendants(worker)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+    # Only now, with every process of the script gone, is its end reported.
     record: dict[str, object] = {
         "t": "exit",
         "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "cpu": usage.ru_utime + usage.ru_stime,
+        "cpu": max(usage.ru_utime + usage.ru_stime, tree.cpu_s),
         "maxrss_kb": usage.ru_maxrss,
         "wall": time.monotonic() - started,
+        "limit": passed,
     }
     with contextlib.suppress(OSError):
-        os.write(channel, json.dumps(record).encode() + b"\n")
+        os.write(status_fd, json.dumps(record).encode() + b"\n")
     os._exit(0)
 
 
@@ -417,11 +455,13 @@ def _children_of(parent: int) -> list[int]:
 
 
 def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) -> NoReturn:
-    # Non-dumpable before anything else: a script running next to this one (same uid)
-    # must never get a chance to open this process's /proc/<pid>/mem.
+    # Non-dumpable before anything else: no other process of the sandbox's uid may open
+    # this process's /proc/<pid>/mem while it still holds capabilities.
     _prctl(_PR_SET_DUMPABLE, 0)
     if config["mode"] == "bwrap":
+        _private_namespaces(config)
         _drop_capabilities()
+        _load_seccomp(bytes.fromhex(config["seccomp"]))
     else:
         os.setsid()
         uid = config.get("uid")
@@ -436,17 +476,44 @@ def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) 
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() not in (monitor_pid, 0):
         os._exit(0)
-    # A uid change resets dumpability.
-    _prctl(_PR_SET_DUMPABLE, 0)
+    if config["mode"] == "bwrap":
+        # Nothing outside this pid namespace can name the worker now, and it holds no
+        # capability: dumpable again, so that its monitor may read its memory use.
+        _prctl(_PR_SET_DUMPABLE, 1)
+    else:
+        # Scripts share one pid namespace here; a uid change resets dumpability.
+        _prctl(_PR_SET_DUMPABLE, 0)
     # Everything that does not depend on the job is done before it arrives.
     random.seed()
-    os.chdir(config["scratch"])
     frame = recv_frame(chan)
     if frame is None:
         os._exit(0)
     msg, fds = frame
     chan.close()
     _run_job(msg, fds, config)
+
+
+def _private_namespaces(config: dict[str, Any]) -> None:
+    """Give the script a world of its own, before it exists (pid 1 of its pid namespace).
+
+    A mount namespace with a fresh ``/proc`` that shows this pid namespace only (no other
+    script, no server, no bubblewrap and its command line), and fresh ``/tmp`` and
+    ``/dev/shm`` bounded in bytes and in inodes, which vanish with the namespace; an IPC
+    namespace and a network namespace (abstract unix sockets live there), so scripts
+    cannot meet through either. Needs CAP_SYS_ADMIN, dropped right after.
+    """
+    _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC | _CLONE_NEWNET), "unshare")
+    _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate")
+    flags = _MS_NOSUID | _MS_NODEV
+    _check(_libc.mount(b"proc", b"/proc", b"proc", flags | _MS_NOEXEC, None), "mount /proc")
+    for path, size, inodes in (
+        (config["scratch"], config["scratch_bytes"], config["scratch_files"]),
+        ("/dev/shm", config["shm_bytes"], config["scratch_files"]),
+    ):
+        options = f"size={size},nr_inodes={inodes},mode=1777".encode()
+        _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, options), f"mount {path}")
+    # The working directory was the directory now mounted over.
+    os.chdir(config["scratch"])
 
 
 def _drop_capabilities() -> None:
@@ -484,20 +551,32 @@ def _apply_limits(limits: dict[str, Any]) -> None:
 
 
 def _run_job(msg: dict[str, Any], fds: list[int], config: dict[str, Any]) -> NoReturn:
-    calls_fd, replies_fd, stdout_fd, stderr_fd = fds[:4]
+    calls_fd, replies_fd, stdout_fd, stderr_fd, job_fd = fds[:5]
+    job = json.loads(_read_all(job_fd))
     os.dup2(stdout_fd, 1)
     os.dup2(stderr_fd, 2)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
-    close_all([stdout_fd, stderr_fd, null])
+    close_all([stdout_fd, stderr_fd, null, job_fd])
     sys.argv = [_SCRIPT_FILENAME]
     sys.path[:0] = list(config.get("paths", ()))
     channel = _Channel(calls_fd, replies_fd)
-    specs = [(name, tuple(params), positional) for name, params, positional in msg["tools"]]
-    module = _build_module(msg["module"], specs, channel)
-    sys.modules[msg["module"]] = module
+    specs = [(name, tuple(params), positional) for name, params, positional in job["tools"]]
+    module = _build_module(job["module"], specs, channel)
+    sys.modules[job["module"]] = module
     _apply_limits(msg["limits"])
-    outcome = _run_script(msg["script"], module, [spec[0] for spec in specs])
+    _end(channel, _run_script(job["script"], module, [spec[0] for spec in specs]))
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _end(channel: _Channel, outcome: dict[str, object]) -> NoReturn:
+    """Flush what the script printed, say how it ended, and exit."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -820,6 +899,10 @@ def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> ty
     def unwrap(name: str, reply: dict[str, Any]) -> object:
         if reply.get("ok"):
             return reply.get("value")
+        if reply.get("stop"):
+            # The host stops the script (it reached a limit on calls): end it here, with
+            # what it printed so far, rather than be killed with output still buffered.
+            _end(channel, {"ok": False, "kind": "stopped", "error": str(reply.get("message"))})
         raise ToolError(str(reply.get("message", "")), str(reply.get("kind", "tool")), name)
 
     def refused(name: str, exc: _Unsendable) -> ToolError:
@@ -927,15 +1010,53 @@ def _build_module(module_name: str, specs: list[_Spec], channel: _Channel) -> ty
 
 
 def main(argv: list[str]) -> int:
-    config = json.loads(argv[1])
+    # No process of the sandbox's uid (a script that found a way to name this one) may
+    # open this process's memory; forks inherit it (the worker sets it again).
+    _prctl(_PR_SET_DUMPABLE, 0)
+    ctl = socket.socket(fileno=int(argv[1]))
+    ctl.setblocking(True)
+    frame = recv_frame(ctl)
+    if frame is None:
+        return 1
+    config: dict[str, Any] = frame[0]
     for name in _PRELOAD:
         with contextlib.suppress(ImportError):
             __import__(name)
-    ctl = socket.socket(fileno=config["ctl_fd"])
-    ctl.setblocking(True)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    if config["mode"] == "bwrap":
+        problem = _check_namespaces(config)
+        if problem:
+            send_frame(ctl, {"t": "failed", "error": problem})
+            return 1
     Server(ctl, config).serve()
     return 0
+
+
+def _check_namespaces(config: dict[str, Any]) -> str | None:
+    """Why a script could not get namespaces of its own here, or None if it can."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            _check(_libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+            child = os.fork()
+            if child == 0:
+                try:
+                    _private_namespaces(config)
+                except BaseException as exc:
+                    os.write(write, str(exc).encode()[:1000])
+                    os._exit(1)
+                os._exit(0)
+            os.waitpid(child, 0)
+        except BaseException as exc:
+            os.write(write, str(exc).encode()[:1000])
+        os._exit(0)
+    os.close(write)
+    problem = _read_all(read).decode(errors="replace")
+    os.close(read)
+    os.waitpid(pid, 0)
+    return problem or None
 
 
 if __name__ == "__main__":
