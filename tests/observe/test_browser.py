@@ -41,8 +41,9 @@ class Server:
     def __init__(self, paths: list[Path]) -> None:
         self.socket = socket.socket()
         self.socket.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
-        config = uvicorn.Config(create_app(Catalog.of(paths)), log_level="warning")
+        port = self.socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(create_app(Catalog.of(paths), port=port), log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
