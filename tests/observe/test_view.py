@@ -129,6 +129,9 @@ def test_an_empty_directory_and_paths_outside_are_clear(tmp_path: Path, traces: 
         assert c.get(url).status_code == 404, url
     run_id = run_ids(page)[0]
     assert c.get(f"/raw/{run_id}/99999").status_code == 404
+    for query in ("from=x", "from=\u00b2", "page=-1&from=0", "page=\u00b9&from=0"):
+        assert c.get(f"/run/{run_id}/more?{query}").status_code == 404, query
+    assert c.get(f"/run/{run_id}?page=\u00b2").status_code == 200  # the first page
 
 
 def test_a_huge_result_is_clipped_with_a_link_to_the_raw_line(tmp_path: Path) -> None:

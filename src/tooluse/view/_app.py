@@ -146,7 +146,7 @@ def create_app(catalog: Catalog, *, port: int) -> Starlette:
 
     def number(request: Request, name: str) -> int | None:
         text = request.query_params.get(name, "0")
-        return int(text) if text.isdigit() else None
+        return int(text) if text.isascii() and text.isdigit() else None
 
     def index(request: Request) -> Response:
         with lock:
