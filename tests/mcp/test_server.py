@@ -364,3 +364,78 @@ def test_a_bare_port_binds_loopback() -> None:
     assert parse_address("0") == ("127.0.0.1", 0)
     assert parse_address("[::1]:8000") == ("::1", 8000)
     assert parse_address("0.0.0.0:80") == ("0.0.0.0", 80)
+
+
+# -- DNS rebinding: only requests addressed to the served address are answered ----------
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+
+
+def post_initialize(url: str, **headers: str) -> int:
+    """The status of an initialize request to ``url`` sent with ``headers``."""
+    import httpx
+
+    sent = {"accept": "application/json, text/event-stream", **headers}
+    with httpx.Client(timeout=30) as http:
+        return http.post(url, json=INITIALIZE, headers=sent).status_code
+
+
+def foreign_addresses(url: str) -> list[str]:
+    """Host values a browser tricked by DNS rebinding, or another port, would send."""
+    served = url.split("/")[2]
+    port = int(served.rpartition(":")[2])
+    return ["evil.example:" + str(port), "evil.example", served.rpartition(":")[0] + f":{port + 1}"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1"])
+async def test_an_http_server_answers_only_at_the_address_it_serves(
+    server: ToolServer, host: str
+) -> None:
+    async with server.serving_http(host=host) as url:
+        served = url.split("/")[2]
+        async with Client(url) as client:  # a client that reached it by its address is served
+            assert [t.name for t in (await client.list_tools()).tools] == server.tools.names
+        statuses = await asyncio.to_thread(
+            lambda: (
+                [post_initialize(url, host=h) for h in foreign_addresses(url)],
+                post_initialize(url, origin="http://evil.example"),
+                post_initialize(url, origin=f"http://{served}"),
+            )
+        )
+    refused_hosts, foreign_origin, own_origin = statuses
+    assert refused_hosts == [421, 421, 421]
+    assert foreign_origin == 403
+    assert own_origin == 200
+
+
+def test_tooluse_mcp_serve_on_another_loopback_address_refuses_other_hosts() -> None:
+    import re
+
+    proc = subprocess.Popen(
+        [str(TOOLUSE), "mcp", "serve", "examples.seed_tools:toolbox", "--http", "127.0.0.2:0"],
+        cwd=ROOT,
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.2:\d+/mcp", banner)
+        assert found is not None, banner
+        url = found.group(0)
+        assert [post_initialize(url, host=h) for h in foreign_addresses(url)] == [421, 421, 421]
+        assert post_initialize(url, origin="http://evil.example") == 403
+        assert post_initialize(url) == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

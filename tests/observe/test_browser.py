@@ -6,6 +6,7 @@ so), else to the test's temporary folder.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -41,8 +42,9 @@ class Server:
     def __init__(self, paths: list[Path]) -> None:
         self.socket = socket.socket()
         self.socket.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
-        config = uvicorn.Config(create_app(Catalog.of(paths)), log_level="warning")
+        port = self.socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(create_app(Catalog.of(paths), port=port), log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
@@ -150,6 +152,40 @@ def test_a_trace_being_written_grows_in_the_open_page(
             )
         )
         assert REJECTED_WORD in browser.find_element(By.CSS_SELECTOR, ".event.rejected").text
+
+
+def test_an_open_page_follows_a_tail_that_fills_it_to_the_newest_page(
+    browser: Any, tmp_path: Path
+) -> None:
+    def notes(first: int, last: int) -> str:
+        return "".join(
+            json.dumps({"event": "feedback", "round": i, "text": f"note {i}", "t": float(i)}) + "\n"
+            for i in range(first, last + 1)
+        )
+
+    start = {"event": "run_start", "task": "tail", "model": "m", "convention": "json"}
+    growing = tmp_path / "tail.jsonl"
+    growing.write_text(json.dumps(start) + "\n" + notes(1, 490))
+    with Server([growing]) as server:
+        browser.get(server.url + "/")
+        open_run(browser, "tail")
+        assert "?page=" not in browser.current_url
+        # 1,091 events: the open first page fills, and the tail goes on on page 3.
+        with growing.open("a") as handle:
+            handle.write(notes(491, 1090))
+        wait(browser).until(lambda b: b.current_url.endswith("?page=2"))
+        wait(browser).until(
+            expected_conditions.text_to_be_present_in_element((By.ID, "events"), "note 1090")
+        )
+        assert "note 999" not in browser.find_element(By.ID, "events").text
+        end = {"event": "run_end", "status": "completed", "rounds": 0, "calls": 0}
+        with growing.open("a") as handle:
+            handle.write(json.dumps(end) + "\n")
+        wait(browser).until(
+            expected_conditions.text_to_be_present_in_element(
+                (By.CSS_SELECTOR, ".event.run_end"), "completed"
+            )
+        )
 
 
 def test_the_open_run_list_shows_a_run_that_starts_after_it_was_opened(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,8 +37,13 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+#: The port the app is told it serves; the test client addresses it there.
+PORT = 8765
+
+
 def client(*paths: Path) -> TestClient:
-    return TestClient(create_app(Catalog.of(list(paths))))
+    app = create_app(Catalog.of(list(paths)), port=PORT)
+    return TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
 
 
 def run_ids(html: str) -> list[str]:
@@ -122,6 +129,9 @@ def test_an_empty_directory_and_paths_outside_are_clear(tmp_path: Path, traces: 
         assert c.get(url).status_code == 404, url
     run_id = run_ids(page)[0]
     assert c.get(f"/raw/{run_id}/99999").status_code == 404
+    for query in ("from=x", "from=\u00b2", "page=-1&from=0", "page=\u00b9&from=0"):
+        assert c.get(f"/run/{run_id}/more?{query}").status_code == 404, query
+    assert c.get(f"/run/{run_id}?page=\u00b2").status_code == 200  # the first page
 
 
 def test_a_huge_result_is_clipped_with_a_link_to_the_raw_line(tmp_path: Path) -> None:
@@ -276,3 +286,188 @@ def test_a_run_page_marks_what_the_answer_repeats_from_untrusted_results(
     mark = re.search(r'class="message untrusted">(.*?)</div>', page)
     assert mark is not None, page
     assert "Riverside View Hotel" in mark.group(1) and "(reviews)" in mark.group(1)
+
+
+def test_links_out_of_the_given_folders_are_neither_listed_served_nor_bundled(
+    tmp_path: Path, traces: Path
+) -> None:
+    secret = "SECRET-OUTSIDE"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "private.jsonl").write_text(
+        json.dumps({"event": "run_start", "task": secret, "model": "m", "convention": "json"})
+        + "\n"
+    )
+    (outside / "private.png").write_bytes(bytes.fromhex("89504e470d0a1a0a") + secret.encode())
+    (outside / "summary.md").write_text(f"# {secret}\n")
+    (outside / "results.jsonl").write_text("")
+    (outside / "dir").mkdir()
+    (outside / "dir" / "deep.jsonl").write_text((outside / "private.jsonl").read_text())
+
+    given = tmp_path / "given"
+    given.mkdir()
+    shutil.copy(traces / "json.jsonl", given / "own.jsonl")
+    (given / "alias.jsonl").symlink_to(given / "own.jsonl")  # a link that stays inside: shown
+    (given / "linked.jsonl").symlink_to(outside / "private.jsonl")
+    (given / "linkdir").symlink_to(outside / "dir")
+    bench = bench_dir(given / "bench", {"simple": 1})
+    (bench / "summary.md").unlink()
+    (bench / "summary.md").symlink_to(outside / "summary.md")
+    (bench / "leak.png").symlink_to(outside / "private.png")
+    linked_bench = given / "linked-bench"
+    linked_bench.mkdir()
+    (linked_bench / "results.jsonl").symlink_to(outside / "results.jsonl")
+    # A trace given by name that is itself a link is what the user asked for.
+    asked = tmp_path / "asked.jsonl"
+    asked.symlink_to(traces / "code.jsonl")
+
+    c = client(given, asked)
+    index = c.get("/").text
+    assert secret not in index
+    assert len(run_ids(index)) == 3  # own.jsonl, alias.jsonl, asked.jsonl
+    assert index.count("/bench/") == 1
+    pages = [c.get(f"/run/{run_id}").text for run_id in run_ids(index)]
+    assert all(secret not in page for page in pages)
+    bench_page = c.get(re.findall(r'href="(/bench/[0-9a-f]+/)"', index)[0]).text
+    assert secret not in bench_page and "leak.png" not in bench_page
+    bench_id = re.findall(r'href="/bench/([0-9a-f]+)/"', index)[0]
+    assert c.get(f"/bench/{bench_id}/leak.png").status_code == 404
+
+    site = tmp_path / "site"
+    written = write_static(Catalog.of([given, asked]), site)
+    for path in written:
+        assert secret.encode() not in path.read_bytes(), path
+    assert not list(site.rglob("leak.png"))
+
+
+def feedback_lines(first: int, last: int) -> str:
+    return "".join(
+        json.dumps({"event": "feedback", "round": i, "text": f"note {i}", "t": float(i)}) + "\n"
+        for i in range(first, last + 1)
+    )
+
+
+def test_the_live_tail_comes_in_bounded_pieces_and_follows_to_the_last_page(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "live.jsonl"
+    start = {"event": "run_start", "task": "tail", "model": "m", "convention": "json", "t": 0.0}
+    trace.write_text(json.dumps(start) + "\n" + feedback_lines(1, 10))
+    c = client(trace)
+    run_id = run_ids(c.get("/").text)[0]
+    live = re.search(r'data-live="([^"]+)"', c.get(f"/run/{run_id}").text)
+    assert live is not None
+    with trace.open("a") as handle:
+        handle.write(feedback_lines(11, 3010))  # 3,011 events: pages 1 to 7
+
+    seen: list[int] = []
+    url: str | None = live.group(1).replace("&amp;", "&")
+    answers = 0
+    data: dict[str, Any] = {}
+    while url is not None:
+        response = c.get(url)
+        answers += 1
+        assert len(response.content) < 100_000, (url, len(response.content))
+        data = response.json()
+        seen += [int(n) for n in re.findall(r"note (\d+)<", data["html"])]
+        url = data["next"] if data["more"] else None
+    # This page's events arrived once each, in order; the page was then full, and the
+    # page holding the newest events is where the tail goes on.
+    assert seen == list(range(11, PAGE_EVENTS))
+    assert answers > 1 and not data["ended"]
+    assert data["next_page"] == f"/run/{run_id}?page=6"
+    last = c.get(data["next_page"]).text
+    assert "note 3010<" in last and "note 2999<" not in last
+    tail = re.search(r'data-live="([^"]+)"', last)
+    assert tail is not None
+    with trace.open("a") as handle:
+        handle.write(feedback_lines(3011, 3011))
+    more = c.get(tail.group(1).replace("&amp;", "&")).json()
+    assert re.findall(r"note (\d+)<", more["html"]) == ["3011"] and not more["more"]
+
+
+def summary(catalog: Catalog) -> list[tuple[object, ...]]:
+    """What the viewer shows of each run, every event of it included."""
+    return [
+        (
+            run.id,
+            run.status,
+            run.count,
+            run.rounds,
+            run.calls,
+            run.rejected,
+            run.corrupt,
+            run.tokens,
+            run.start,
+            run.end,
+            run.lines(0, run.count),
+        )
+        for run in catalog.runs()
+    ]
+
+
+def test_a_trace_read_piece_by_piece_reads_as_the_whole_file(tmp_path: Path, traces: Path) -> None:
+    whole = b"".join(
+        (traces / name).read_bytes() for name in ("json.jsonl", "code.jsonl", "context.jsonl")
+    )
+    whole += b"\n\n" + whole  # blank lines, and runs that follow runs
+    growing = tmp_path / "growing.jsonl"
+    growing.write_bytes(b"")
+    catalog = Catalog.of([growing])
+    # Pieces cut anywhere: inside a line, after its newline, several lines at once, and
+    # just before the newline of every third line (a whole event, its newline to come).
+    cuts, size = {len(whole)}, 1
+    while (last := max(cuts - {len(whole)}, default=0)) + size < len(whole):
+        cuts.add(last + size)
+        size = size * 3 % 997 + 1
+    newlines = [i for i, byte in enumerate(whole) if byte == ord("\n")]
+    cuts.update(newlines[::3])
+    done = 0
+    for cut in sorted(cuts):
+        with growing.open("ab") as handle:
+            handle.write(whole[done:cut])
+        done = cut
+        catalog.scan()
+    (tmp_path / "fresh.jsonl").symlink_to(growing)
+    fresh = Catalog.of([tmp_path / "fresh.jsonl"])
+    grown = summary(catalog)
+    assert [row[1:] for row in grown] == [row[1:] for row in summary(fresh)]
+    assert len(grown) == 6 and all(row[2] > 0 for row in grown)
+
+
+def test_a_rewritten_trace_is_read_again_from_the_start(tmp_path: Path, traces: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    shutil.copy(traces / "code.jsonl", trace)
+    c = client(trace)
+    assert "Weather in Paris and Tokyo?" in c.get("/").text
+    # Longer than before and not an append: the same path holds another run now.
+    trace.write_bytes((traces / "json.jsonl").read_bytes() * 2)
+    index = c.get("/").text
+    assert "Weather in Paris and Tokyo?" not in index
+    assert len(run_ids(index)) == 2 and index.count("Weather in Paris?") == 2
+
+
+def test_a_last_line_without_its_newline(tmp_path: Path, traces: Path) -> None:
+    lines = (traces / "json.jsonl").read_bytes().splitlines(keepends=True)
+    trace = tmp_path / "t.jsonl"
+    # Cut inside the last line: being written, or cut short; shown as such, not as an event.
+    trace.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
+    c = client(trace)
+    run_id = run_ids(c.get("/").text)[0]
+    page = c.get(f"/run/{run_id}").text
+    assert "The file ends in 25 bytes with no end of line" in page
+    assert f"{len(lines) - 1:,} events" in page and ">running<" in c.get("/").text
+    # Written to its end but for the newline: a whole event, and the run ended.
+    with trace.open("ab") as handle:
+        handle.write(lines[-1][25:].rstrip(b"\n"))
+    page = c.get(f"/run/{run_id}").text
+    assert f"{len(lines):,} events" in page and "no end of line" not in page
+    assert ">completed<" in c.get("/").text
+    # Its newline, and a second run, come later: nothing is counted twice.
+    with trace.open("ab") as handle:
+        handle.write(b"\n" + b"".join(lines))
+    index = c.get("/").text
+    assert index.count(">completed<") == 2
+    second = c.get(f"/run/{run_ids(index)[1]}").text
+    assert f"{len(lines):,} events" in second
+    assert c.get(f"/raw/{run_id}/{len(lines)}").content == lines[-1]

@@ -57,5 +57,5 @@ def view(
         f"http://127.0.0.1:{bound}/ (Ctrl-C stops)",
         soft_wrap=True,
     )
-    config = uvicorn.Config(create_app(catalog), log_level="warning")
+    config = uvicorn.Config(create_app(catalog, port=bound), log_level="warning")
     uvicorn.Server(config).run(sockets=[listener])

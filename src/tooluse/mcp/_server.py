@@ -46,6 +46,7 @@ from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import TypeAdapter, ValidationError
 from starlette.applications import Starlette
 
@@ -162,13 +163,18 @@ class ToolServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, *, host: str = "127.0.0.1") -> Starlette:
+    def http_app(self, *, host: str = "127.0.0.1", port: int | None = None) -> Starlette:
         """The streamable HTTP endpoint at ``/mcp``, as an ASGI app to mount or run.
 
-        ``host`` is where it will be reached: on loopback, requests naming another
-        host are refused (DNS rebinding).
+        ``host`` and ``port`` are the address it is served at (any port when None).
+        A request whose Host or Origin header names another address is refused
+        (421, 403): a web page that rebinds its own name to this address gets
+        nothing. On a wildcard address (``0.0.0.0``, ``::``) the names the server
+        is reached by cannot be known, and none is checked.
         """
-        return self.server.streamable_http_app(host=host)
+        return self.server.streamable_http_app(
+            host=host, transport_security=_address_check(host, port)
+        )
 
     async def serve_http(
         self,
@@ -214,7 +220,8 @@ class ToolServer:
             raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         url = f"http://{shown}:{listener.getsockname()[1]}/mcp"
-        config = uvicorn.Config(self.http_app(host=host), log_level="warning", lifespan="on")
+        app = self.http_app(host=host, port=listener.getsockname()[1])
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
         return uvicorn.Server(config), listener, url
 
     def close(self) -> None:
@@ -323,6 +330,33 @@ def parse_address(text: str) -> tuple[str, int]:
             f"got {text!r}"
         )
     return host, port
+
+
+#: Addresses on which a server listens on every interface.
+_WILDCARDS = {"", "0.0.0.0", "::"}
+#: Names that reach the loopback interface.
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+def _address_check(host: str, port: int | None) -> TransportSecuritySettings:
+    """The Host and Origin values that name ``host:port``, the address served.
+
+    A loopback address is also reached as ``localhost``; ``localhost`` also as the
+    loopback addresses it resolves to.
+    """
+    if host in _WILDCARDS:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = {host.lower()}
+    if names & _LOOPBACK:
+        names |= _LOOPBACK
+    shown = sorted(f"[{name}]" if ":" in name else name for name in names)
+    ports = [str(port) if port is not None else "*"]
+    if port == 80:
+        ports.append("")  # a client leaves out the scheme's own port
+    hosts = [f"{name}:{p}" if p else name for name in shown for p in ports]
+    return TransportSecuritySettings(
+        allowed_hosts=hosts, allowed_origins=[f"http://{h}" for h in hosts]
+    )
 
 
 def _connection(context: ServerRequestContext[Any]) -> str | None:

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._catalog import IMAGE_TYPES, Catalog, Line, Run
+from ._catalog import IMAGE_TYPES, PAGE_EVENTS, Catalog, Line, Run
 from ._html import CSS, JS
 from ._pages import (
-    PAGE_EVENTS,
     bench_page,
     diff_page,
     index_page,
+    pages_of,
     render_lines,
     run_page,
 )
@@ -34,6 +38,10 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _ASSETS = {"view.css": (CSS, "text/css"), "view.js": (JS, "text/javascript")}
+#: At most this many events, and about this many bytes of them, in one answer to an
+#: open page that asks for what was appended.
+LIVE_EVENTS = 100
+LIVE_BYTES = 512 * 1024
 
 
 class ServerLinks:
@@ -67,6 +75,48 @@ def _not_found() -> Response:
     return Response("not found\n", status_code=404, media_type="text/plain", headers=_HEADERS)
 
 
+class _AddressedToUs:
+    """Answers only requests whose Host and Origin name the address served.
+
+    A web page can rebind its own name to 127.0.0.1 (DNS rebinding) and have the
+    browser read what the viewer serves: it still names itself in the Host header,
+    and a page elsewhere on loopback names itself in Origin. Both are refused.
+    """
+
+    def __init__(self, app: ASGIApp, port: int) -> None:
+        self.app = app
+        names = [f"{name}:{port}" for name in ("127.0.0.1", "localhost")]
+        if port == 80:  # a client leaves out the scheme's own port
+            names += ["127.0.0.1", "localhost"]
+        self.hosts = set(names)
+        self.origins = {f"http://{name}" for name in names}
+        self.served = f"http://127.0.0.1:{port}/"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            origin = headers.get("origin")
+            refused: Response | None = None
+            if headers.get("host", "").lower() not in self.hosts:
+                refused = Response(
+                    f"this viewer answers only at {self.served}\n",
+                    status_code=421,
+                    media_type="text/plain",
+                    headers=_HEADERS,
+                )
+            elif origin is not None and origin.lower() not in self.origins:
+                refused = Response(
+                    "requests from other origins are refused\n",
+                    status_code=403,
+                    media_type="text/plain",
+                    headers=_HEADERS,
+                )
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _held_back(lines: list[Line]) -> int:
     """How many lines at the end are script calls whose script has not been written yet."""
     n = 0
@@ -79,84 +129,119 @@ def _held_back(lines: list[Line]) -> int:
     return n
 
 
-def create_app(catalog: Catalog) -> Starlette:
-    """The viewer over `catalog`'s paths; serve it on 127.0.0.1 only."""
+def create_app(catalog: Catalog, *, port: int) -> Starlette:
+    """The viewer over ``catalog``'s paths, to serve on 127.0.0.1 at ``port``.
+
+    It answers only requests addressed to ``127.0.0.1:port`` or ``localhost:port``
+    (the Host header) from no other origin than those (the Origin header).
+    """
     links = ServerLinks()
+    # Handlers are plain functions: Starlette runs them on worker threads, so reading a
+    # trace never holds up the event loop. One at a time: they share the catalog.
+    lock = threading.Lock()
 
     def find_run(request: Request) -> Run | None:
         catalog.scan()
         return catalog.run(str(request.path_params["run_id"]))
 
-    async def index(request: Request) -> Response:
-        catalog.scan()
-        return _html(index_page(catalog, links, watch="/state"))
+    def number(request: Request, name: str) -> int | None:
+        text = request.query_params.get(name, "0")
+        return int(text) if text.isascii() and text.isdigit() else None
 
-    async def state(request: Request) -> Response:
-        catalog.scan()
-        return JSONResponse({"state": catalog.state()}, headers=_HEADERS)
+    def index(request: Request) -> Response:
+        with lock:
+            catalog.scan()
+            return _html(index_page(catalog, links, watch="/state"))
 
-    async def run(request: Request) -> Response:
-        found = find_run(request)
-        if found is None:
-            return _not_found()
-        try:
-            page = int(request.query_params.get("page", "0"))
-        except ValueError:
-            page = 0
-        live = f"/run/{found.id}/more?from={len(found.lines)}"
-        return _html(run_page(found, links, page, live))
+    def state(request: Request) -> Response:
+        with lock:
+            catalog.scan()
+            return JSONResponse({"state": catalog.state()}, headers=_HEADERS)
 
-    async def more(request: Request) -> Response:
-        found = find_run(request)
-        start = request.query_params.get("from", "")
-        if found is None or not start.isdigit():
-            return _not_found()
-        new = found.lines[int(start) :]
-        if found.end is None:
-            new = new[: len(new) - _held_back(new)]
-        after = int(start) + len(new)
-        return JSONResponse(
-            {
-                "html": str(render_lines(found, links, new)) if new else "",
-                "next": f"/run/{found.id}/more?from={after}",
-                "ended": found.end is not None,
-            },
-            headers=_HEADERS,
-        )
+    def run(request: Request) -> Response:
+        with lock:
+            found = find_run(request)
+            if found is None:
+                return _not_found()
+            page = min(number(request, "page") or 0, pages_of(found) - 1)
+            live = f"/run/{found.id}/more?page={page}&from={found.count}"
+            return _html(run_page(found, links, page, live))
 
-    async def raw(request: Request) -> Response:
-        found = find_run(request)
-        number = int(request.path_params["line"])
-        if found is None or all(line.number != number for line in found.lines):
-            return _not_found()
-        data = found.file.raw_line(number)
-        if data is None:
-            return _not_found()
-        return Response(data, media_type="text/plain; charset=utf-8", headers=_HEADERS)
+    def more(request: Request) -> Response:
+        """The events of an open page that came after ``from``, a bounded piece at a time."""
+        with lock:
+            found = find_run(request)
+            page, start = number(request, "page"), number(request, "from")
+            if found is None or page is None or start is None:
+                return _not_found()
+            page_end = (page + 1) * PAGE_EVENTS
+            start = min(max(start, page * PAGE_EVENTS), page_end)
+            stop = min(page_end, start + LIVE_EVENTS)
+            new = found.lines(start, stop, max_bytes=LIVE_BYTES)
+            ended = found.end is not None
+            # A script's calls are written before the script: they wait for it, unless
+            # this page or the run ends with them. Within the file, a piece of only
+            # such calls goes out as it is, or the page would stop.
+            held = _held_back(new)
+            at_tail = start + len(new) == found.count
+            waiting = held and start + len(new) < page_end and not (ended and at_tail)
+            if waiting and (at_tail or held < len(new)):
+                new = new[: len(new) - held]
+            else:
+                waiting = 0
+            after = start + len(new)
+            last_page = pages_of(found) - 1
+            return JSONResponse(
+                {
+                    "html": str(render_lines(found, links, new)) if new else "",
+                    "next": f"/run/{found.id}/more?page={page}&from={after}",
+                    # More of this page is there already: ask again at once.
+                    "more": after < min(page_end, found.count) and not (waiting and at_tail),
+                    "ended": ended,
+                    # This page is full and a later one holds the newest events.
+                    "next_page": (
+                        links.run(found.id, last_page)
+                        if after >= page_end and last_page > page
+                        else None
+                    ),
+                },
+                headers=_HEADERS,
+            )
 
-    async def bench(request: Request) -> Response:
-        catalog.scan()
-        found = catalog.benches.get(str(request.path_params["bench_id"]))
-        return _html(bench_page(found, links)) if found is not None else _not_found()
+    def raw(request: Request) -> Response:
+        with lock:
+            found = find_run(request)
+            data = found.raw(int(request.path_params["line"])) if found is not None else None
+            if data is None:
+                return _not_found()
+            return Response(data, media_type="text/plain; charset=utf-8", headers=_HEADERS)
 
-    async def bench_file(request: Request) -> Response:
-        catalog.scan()
-        found = catalog.benches.get(str(request.path_params["bench_id"]))
-        image = found.image(str(request.path_params["name"])) if found is not None else None
-        if image is None:
-            return _not_found()
-        media = IMAGE_TYPES[image.suffix.lower()]
-        return FileResponse(image, media_type=media, headers=_HEADERS)
+    def bench(request: Request) -> Response:
+        with lock:
+            catalog.scan()
+            found = catalog.benches.get(str(request.path_params["bench_id"]))
+            return _html(bench_page(found, links)) if found is not None else _not_found()
 
-    async def diff(request: Request) -> Response:
-        catalog.scan()
-        a = catalog.benches.get(request.query_params.get("a", ""))
-        b = catalog.benches.get(request.query_params.get("b", ""))
-        if a is None or b is None:
-            return _not_found()
-        return _html(diff_page(a, b, links))
+    def bench_file(request: Request) -> Response:
+        with lock:
+            catalog.scan()
+            found = catalog.benches.get(str(request.path_params["bench_id"]))
+            image = found.image(str(request.path_params["name"])) if found is not None else None
+            if image is None:
+                return _not_found()
+            media = IMAGE_TYPES[image.suffix.lower()]
+            return FileResponse(image, media_type=media, headers=_HEADERS)
 
-    async def asset(request: Request) -> Response:
+    def diff(request: Request) -> Response:
+        with lock:
+            catalog.scan()
+            a = catalog.benches.get(request.query_params.get("a", ""))
+            b = catalog.benches.get(request.query_params.get("b", ""))
+            if a is None or b is None:
+                return _not_found()
+            return _html(diff_page(a, b, links))
+
+    def asset(request: Request) -> Response:
         found = _ASSETS.get(str(request.path_params["name"]))
         if found is None:
             return _not_found()
@@ -174,7 +259,7 @@ def create_app(catalog: Catalog) -> Starlette:
         Route("/diff", diff),
         Route("/assets/{name}", asset),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(_AddressedToUs, port=port)])
 
 
 class StaticLinks:
@@ -227,22 +312,24 @@ def write_static(catalog: Catalog, out: Path) -> list[Path]:
     runs: dict[str, Run] = {}
     for found in catalog.runs():
         runs[found.id] = found
-        pages = max(1, -(-len(found.lines) // PAGE_EVENTS))
-        for page in range(pages):
+        for page in range(pages_of(found)):
             put(links.run(found.id, page), run_page(found, links, page, None))
     benches = list(catalog.benches.values())
     for bench in benches:
         put(links.bench(bench.id), bench_page(bench, links))
         for image in bench.images():
+            source = bench.image(image)
+            if source is None:
+                continue
             target = out / links.bench_file(bench.id, image)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(bench.path / image, target)
+            shutil.copyfile(source, target)
             written.append(target)
     for i, a in enumerate(benches):
         for b in benches[i + 1 :]:
             put(links.diff(a.id, b.id), diff_page(a, b, links))
     for run_id, number in sorted(links.raws):
-        data = runs[run_id].file.raw_line(number)
+        data = runs[run_id].raw(number)
         if data is not None:
             put(links.raw(run_id, number), data)
     return written

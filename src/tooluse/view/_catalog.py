@@ -1,204 +1,73 @@
 """What the viewer shows: runs read from trace files, and bench result directories.
 
-Only the paths given on the command line and what lies under them are ever
-read. Pages name a trace file or a directory by a short hash of its path, never
-by the path itself, so a URL cannot reach anywhere else.
+Only what lies under the paths given on the command line is ever read, links
+followed: a file whose real path leads out of every given path is not listed,
+served or bundled (a given path that is itself a link is what the user asked for).
+A ``results.jsonl`` given by name stands for its directory. Pages name a trace
+file or a directory by a short hash of its path, never by the path itself, so a
+URL cannot reach anywhere else.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-__all__ = ["BenchDir", "Catalog", "Corrupt", "Line", "Run", "TraceFile"]
+from ._runs import PAGE_EVENTS, Corrupt, Line, Run, TraceFile
+
+__all__ = ["PAGE_EVENTS", "BenchDir", "Catalog", "Corrupt", "Line", "Run", "TraceFile"]
 
 #: Files in a bench directory the viewer serves (plots).
 IMAGE_TYPES = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg"}
-#: Characters of a corrupt line shown on the page.
-_CORRUPT_SHOWN = 300
-#: A run with no end whose file changed this recently is still being written.
-_LIVE_S = 120.0
 
 
 def _id(path: Path) -> str:
     return hashlib.sha1(str(path).encode()).hexdigest()[:10]
 
 
-@dataclass(frozen=True, slots=True)
-class Corrupt:
-    """A line that is not a JSON object: cut short by a killed run, or damaged."""
-
-    reason: str
-    text: str
-    length: int
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    number: int
-    """1-based line number in the file."""
-    event: dict[str, Any] | Corrupt
-
-
-@dataclass(slots=True)
-class Run:
-    id: str
-    file: TraceFile
-    index: int
-    lines: list[Line] = field(default_factory=list)
-
-    @property
-    def start(self) -> dict[str, Any]:
-        first = self.lines[0].event if self.lines else None
-        return first if isinstance(first, dict) and first.get("event") == "run_start" else {}
-
-    @property
-    def end(self) -> dict[str, Any] | None:
-        for line in reversed(self.lines):
-            if isinstance(line.event, dict) and line.event.get("event") == "run_end":
-                return line.event
-        return None
-
-    def _events(self, kind: str) -> list[dict[str, Any]]:
-        return [
-            line.event
-            for line in self.lines
-            if isinstance(line.event, dict) and line.event.get("event") == kind
-        ]
-
-    @property
-    def status(self) -> str:
-        end = self.end
-        if end is not None:
-            return str(end.get("status", "?"))
-        last = self.index == len(self.file.runs) - 1
-        fresh = time.time() - self.file.mtime < _LIVE_S
-        return "running" if last and fresh else "incomplete"
-
-    @property
-    def rounds(self) -> int:
-        end = self.end
-        if end is not None:
-            return int(end.get("rounds") or 0)
-        return max((int(e.get("round") or 0) for e in self._events("model_request")), default=0)
-
-    @property
-    def calls(self) -> int:
-        return len(self._events("call"))
-
-    @property
-    def rejected(self) -> int:
-        return len(self._events("rejected"))
-
-    @property
-    def corrupt(self) -> int:
-        return sum(isinstance(line.event, Corrupt) for line in self.lines)
-
-    @property
-    def tokens(self) -> tuple[int, int]:
-        usage = [e.get("usage") or {} for e in self._events("model_response")]
-        return (
-            sum(int(u.get("input_tokens") or 0) for u in usage),
-            sum(int(u.get("output_tokens") or 0) for u in usage),
-        )
-
-    @property
-    def started(self) -> float | None:
-        for line in self.lines:
-            if isinstance(line.event, dict) and isinstance(line.event.get("t"), (int, float)):
-                return float(line.event["t"])
-        return None
-
-    @property
-    def duration_s(self) -> float | None:
-        end = self.end
-        if end is not None and isinstance(end.get("duration_s"), (int, float)):
-            return float(end["duration_s"])
-        stamps = [
-            float(line.event["t"])
-            for line in self.lines
-            if isinstance(line.event, dict) and isinstance(line.event.get("t"), (int, float))
-        ]
-        return stamps[-1] - stamps[0] if stamps else None
-
-
-@dataclass(slots=True)
-class TraceFile:
-    id: str
-    path: Path
-    mtime: float = 0.0
-    size: int = -1
-    runs: list[Run] = field(default_factory=list)
-
-    def load(self) -> None:
-        """Read the file again if it changed since the last read."""
-        stat = self.path.stat()
-        if stat.st_size == self.size and stat.st_mtime == self.mtime:
-            return
-        self.size, self.mtime = stat.st_size, stat.st_mtime
-        runs: list[Run] = []
-        with self.path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                line = _parse(number, raw)
-                if line is None:
-                    continue
-                starts = isinstance(line.event, dict) and line.event.get("event") == "run_start"
-                if starts or not runs:
-                    runs.append(Run(f"{self.id}-{len(runs)}", self, len(runs)))
-                runs[-1].lines.append(line)
-        self.runs = runs
-
-    def raw_line(self, number: int) -> bytes | None:
-        with self.path.open("rb") as handle:
-            for n, raw in enumerate(handle, start=1):
-                if n == number:
-                    return raw
-        return None
-
-
-def _parse(number: int, raw: bytes) -> Line | None:
-    if not raw.strip():
-        return None
+def _within(path: Path, roots: Sequence[Path]) -> Path | None:
+    """``path`` with every link followed, if that lies under one of ``roots``."""
     try:
-        event = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        text = raw.decode("utf-8", errors="replace").rstrip("\n")
-        reason = str(exc) if raw.endswith(b"\n") else f"cut short ({exc})"
-        return Line(number, Corrupt(reason, text[:_CORRUPT_SHOWN], len(text)))
-    if not isinstance(event, dict):
-        text = raw.decode("utf-8", errors="replace").rstrip("\n")
-        return Line(number, Corrupt("not a JSON object", text[:_CORRUPT_SHOWN], len(text)))
-    return Line(number, event)
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        return None
+    return real if any(real.is_relative_to(root) for root in roots) else None
 
 
 @dataclass(slots=True)
 class BenchDir:
     id: str
     path: Path
+    roots: tuple[Path, ...]
+    """The given paths: none of its files is read from outside them."""
+
+    def own(self, name: str) -> Path | None:
+        """The real path of the file ``name`` in this directory, if it lies under the
+        given paths."""
+        real = _within(self.path / name, self.roots)
+        return real if real is not None and real.is_file() else None
 
     @property
-    def summary(self) -> Path:
-        return self.path / "summary.md"
+    def summary(self) -> Path | None:
+        return self.own("summary.md")
 
     @property
-    def results(self) -> Path:
-        return self.path / "results.jsonl"
+    def results(self) -> Path | None:
+        return self.own("results.jsonl")
 
     def images(self) -> list[str]:
-        return sorted(
-            p.name for p in self.path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_TYPES
-        )
+        try:
+            names = [p.name for p in self.path.iterdir() if p.suffix.lower() in IMAGE_TYPES]
+        except OSError:
+            return []
+        return sorted(name for name in names if self.own(name) is not None)
 
     def image(self, name: str) -> Path | None:
         """The plot called `name` in this directory, and nothing else."""
-        if name not in self.images():
-            return None
-        return self.path / name
+        return self.own(name) if name in self.images() else None
 
 
 @dataclass(slots=True)
@@ -218,36 +87,53 @@ class Catalog:
         catalog.scan()
         return catalog
 
+    def roots(self) -> list[Path]:
+        """What may be read: the given paths, a given results.jsonl's directory."""
+        return [p.parent if p.name == "results.jsonl" and p.is_file() else p for p in self.paths]
+
     def scan(self) -> None:
         found: dict[str, TraceFile] = {}
         benches: dict[str, BenchDir] = {}
         self.empty, self.missing = [], []
+        roots = tuple(self.roots())
         for given in self.paths:
             if given.is_file():
                 if given.name == "results.jsonl":
-                    benches[_id(given.parent)] = BenchDir(_id(given.parent), given.parent)
+                    self._bench(benches, given.parent, roots)
                 else:
-                    self._trace(found, given)
+                    self._trace(found, given, roots)
                 continue
             if not given.is_dir():
                 self.missing.append(given)
                 continue
             before = len(found) + len(benches)
+            # Links to directories are not followed (os.walk's default); links to files
+            # are, as far as the given paths reach.
             for root, dirs, files in os.walk(given):
                 dirs.sort()
                 here = Path(root)
                 if "results.jsonl" in files or "summary.md" in files:
-                    benches[_id(here)] = BenchDir(_id(here), here)
+                    self._bench(benches, here, roots)
                 for name in sorted(files):
                     if name.endswith(".jsonl") and name != "results.jsonl":
-                        self._trace(found, here / name)
+                        self._trace(found, here / name, roots)
             if len(found) + len(benches) == before:
                 self.empty.append(given)
         self.traces, self.benches = found, benches
 
-    def _trace(self, found: dict[str, TraceFile], path: Path) -> None:
+    def _bench(self, benches: dict[str, BenchDir], path: Path, roots: tuple[Path, ...]) -> None:
+        bench = BenchDir(_id(path), path, roots)
+        if bench.results is not None or bench.summary is not None:
+            benches[bench.id] = bench
+
+    def _trace(self, found: dict[str, TraceFile], path: Path, roots: tuple[Path, ...]) -> None:
+        real = _within(path, roots)
+        if real is None:
+            return
         key = _id(path)
-        trace = self.traces.get(key) or TraceFile(key, path)
+        trace = self.traces.get(key)
+        if trace is None or trace.real != real:  # new, or its link now leads elsewhere
+            trace = TraceFile(key, path, real)
         try:
             trace.load()
         except OSError:
@@ -262,7 +148,7 @@ class Catalog:
         or a bench directory appears or is rewritten."""
         digest = hashlib.sha256()
         for run in self.runs():
-            digest.update(f"run {run.id} {run.status} {len(run.lines)}\n".encode())
+            digest.update(f"run {run.id} {run.status} {run.count}\n".encode())
         for bench in self.benches.values():
             stamps = [_stamp(bench.results), _stamp(bench.summary)]
             digest.update(f"bench {bench.id} {stamps}\n".encode())
@@ -283,7 +169,9 @@ class Catalog:
         return trace.runs[n] if n < len(trace.runs) else None
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    if path is None:
+        return None
     try:
         stat = path.stat()
     except OSError:

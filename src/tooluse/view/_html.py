@@ -125,8 +125,10 @@ JS = """
         if (data.html) { live.insertAdjacentHTML("beforeend", data.html); }
         url = data.next;
         live.setAttribute("data-live", url);
-        if (data.ended) { live.removeAttribute("data-live"); location.reload(); }
-        else { setTimeout(poll, 1000); }
+        // This page is full: the newest events are on a later page, live in its turn.
+        if (data.next_page) { live.removeAttribute("data-live"); location.href = data.next_page; }
+        else if (data.ended && !data.more) { live.removeAttribute("data-live"); location.reload(); }
+        else { setTimeout(poll, data.more ? 0 : 1000); }
       }).catch(function () { setTimeout(poll, 3000); });
     };
     setTimeout(poll, 1000);

@@ -11,13 +11,19 @@ from typing import Any, Protocol
 from markdown_it import MarkdownIt
 
 from ..eval._row import Row, read_results
-from ._catalog import BenchDir, Catalog, Corrupt, Line, Run
+from ._catalog import PAGE_EVENTS, BenchDir, Catalog, Corrupt, Line, Run
 from ._html import Child, Raw, esc, h, join
 
-__all__ = ["PAGE_EVENTS", "Links", "bench_page", "diff_page", "index_page", "run_page"]
+__all__ = [
+    "PAGE_EVENTS",
+    "Links",
+    "bench_page",
+    "diff_page",
+    "index_page",
+    "pages_of",
+    "run_page",
+]
 
-#: Events on one page of a run; a 10k-event trace has 20 pages.
-PAGE_EVENTS = 500
 #: Characters of one text shown in the page; the rest is behind the raw link.
 CLIP = 20_000
 
@@ -205,7 +211,7 @@ class _Render:
                 f" line {line.number}",
                 h(
                     "div",
-                    f"not read: {event.reason} ({event.length:,} characters)",
+                    f"not read: {event.reason} ({event.length:,} bytes)",
                     class_="message",
                 ),
                 h("pre", event.text),
@@ -453,11 +459,17 @@ def _pager(run: Run, links: Links, page: int, pages: int) -> Raw:
     return h("div", f"page {page + 1} of {pages}: ", *items, class_="pager")
 
 
+def pages_of(run: Run) -> int:
+    return max(1, -(-run.count // PAGE_EVENTS))
+
+
 def run_page(run: Run, links: Links, page: int, live: str | None) -> str:
-    total = len(run.lines)
-    pages = max(1, -(-total // PAGE_EVENTS))
+    """Page ``page`` of ``run``; on its last page, ``live`` (the URL its new events come
+    from) lets a run still being written grow in the open page."""
+    total = run.count
+    pages = pages_of(run)
     page = min(max(page, 0), pages - 1)
-    lines = run.lines[page * PAGE_EVENTS : (page + 1) * PAGE_EVENTS]
+    lines = run.lines(page * PAGE_EVENTS, (page + 1) * PAGE_EVENTS)
     tokens = run.tokens
     summary = h(
         "p",
@@ -476,6 +488,19 @@ def run_page(run: Run, links: Links, page: int, live: str | None) -> str:
         id="events",
         data_live=live if (last and run.end is None and live) else None,
     )
+    unfinished = run.file.unfinished if run.index == len(run.file.runs) - 1 else 0
+    if last and unfinished:
+        events = join(
+            [
+                events,
+                h(
+                    "div",
+                    f"The file ends in {unfinished:,} bytes with no end of line after them: "
+                    "a line still being written, or one a stopped run cut short.",
+                    class_="event corrupt message",
+                ),
+            ]
+        )
     pager = _pager(run, links, page, pages)
     return layout(
         links,
@@ -510,12 +535,13 @@ def _markdown(bench: BenchDir, links: Links, text: str) -> Raw:
 def bench_page(bench: BenchDir, links: Links) -> str:
     body: list[Child] = [h("p", str(bench.path), class_="muted")]
     shown: set[str] = set()
-    if bench.summary.is_file():
-        text = bench.summary.read_text(encoding="utf-8", errors="replace")
+    summary = bench.summary
+    if summary is not None:
+        text = summary.read_text(encoding="utf-8", errors="replace")
         shown = {name for name in bench.images() if f"]({name})" in text}
         body.append(_markdown(bench, links, text))
-    rows = read_results(bench.results, Row.from_json)
-    if not bench.summary.is_file():
+    rows = _rows(bench)
+    if summary is None:
         if rows:
             body.append(h("h2", "Accuracy per category (from results.jsonl)"))
             body.append(_accuracy_table(rows))
@@ -535,6 +561,11 @@ def bench_page(bench: BenchDir, links: Links) -> str:
             h("img", src=links.bench_file(bench.id, name), alt=name, class_="plot") for name in rest
         ]
     return layout(links, f"bench {bench.path.name}", *body)
+
+
+def _rows(bench: BenchDir) -> list[Row]:
+    results = bench.results
+    return read_results(results, Row.from_json) if results is not None else []
 
 
 def _groups(rows: Iterable[Row]) -> dict[tuple[str, str, str], tuple[int, int]]:
@@ -561,10 +592,7 @@ def _accuracy_table(rows: list[Row]) -> Raw:
 
 
 def diff_page(a: BenchDir, b: BenchDir, links: Links) -> str:
-    left, right = (
-        _groups(read_results(a.results, Row.from_json)),
-        _groups(read_results(b.results, Row.from_json)),
-    )
+    left, right = _groups(_rows(a)), _groups(_rows(b))
     keys = sorted(set(left) | set(right))
     head = h(
         "tr",

@@ -1,0 +1,334 @@
+"""Runs read from a trace file incrementally, with memory bounded by a page.
+
+A trace file is read once, then from where the last read stopped: a poll after an
+append reads the appended bytes and parses the lines they complete, nothing else.
+Of each run only its summary (counts, tokens, first and last event) and the byte
+offset of every page's first event are kept; a page's events are read from the file
+when it is shown, so the viewer's memory grows with a page, not with the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from array import array
+from bisect import bisect_right
+from collections.abc import Generator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["PAGE_EVENTS", "Corrupt", "Line", "Run", "TraceFile"]
+
+#: Events on one page of a run; a 10k-event trace has 20 pages.
+PAGE_EVENTS = 500
+#: Characters of a corrupt line shown on the page.
+_CORRUPT_SHOWN = 300
+#: Characters kept of the task, model and convention a run started with.
+_START_KEPT = 1_000
+#: A run with no end whose file changed this recently is still being written.
+_LIVE_S = 120.0
+#: Bytes asked of the file per read.
+_CHUNK = 1 << 20
+#: The last bytes read, compared on each load: they differ when the file was rewritten
+#: rather than appended to, and it is then read again from the start.
+_CHECKED = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Corrupt:
+    """A line that is not a JSON object: cut short by a killed run, or damaged."""
+
+    reason: str
+    text: str
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    number: int
+    """1-based line number in the file."""
+    event: dict[str, Any] | Corrupt
+
+
+def _parse(number: int, raw: bytes) -> Line | None:
+    if not raw.strip():
+        return None
+    try:
+        event = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        text = raw[: _CORRUPT_SHOWN * 4].decode("utf-8", errors="replace").rstrip("\n")
+        reason = str(exc) if raw.endswith(b"\n") else f"cut short ({exc})"
+        return Line(number, Corrupt(reason, text[:_CORRUPT_SHOWN], len(raw.rstrip(b"\n"))))
+    if not isinstance(event, dict):
+        text = raw[: _CORRUPT_SHOWN * 4].decode("utf-8", errors="replace").rstrip("\n")
+        length = len(raw.rstrip(b"\n"))
+        return Line(number, Corrupt("not a JSON object", text[:_CORRUPT_SHOWN], length))
+    return Line(number, event)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int:
+    number = _number(value)
+    return int(number) if number is not None else 0
+
+
+def _kept(value: Any) -> str:
+    text = value if isinstance(value, str) else str(value)
+    return text[:_START_KEPT]
+
+
+@dataclass(slots=True)
+class Run:
+    """One run of a trace file: its summary, and where its pages start in the file."""
+
+    id: str
+    file: TraceFile
+    index: int
+    count: int = 0
+    """Events so far (lines that are not blank)."""
+    start: dict[str, Any] = field(default_factory=dict)
+    """The task, model and convention of its ``run_start`` event (clipped)."""
+    end: dict[str, Any] | None = None
+    """Status, rounds and duration of its ``run_end`` event; None while it runs."""
+    calls: int = 0
+    rejected: int = 0
+    corrupt: int = 0
+    tokens: tuple[int, int] = (0, 0)
+    started: float | None = None
+    """The first timestamp of its events."""
+    last_t: float | None = None
+    round: int = 0
+    """The highest round a model request was made in."""
+    # Offset and line number of event k * PAGE_EVENTS, for every page k.
+    _offsets: array[int] = field(default_factory=lambda: array("q"))
+    _numbers: array[int] = field(default_factory=lambda: array("q"))
+
+    def _add(self, line: Line, offset: int) -> None:
+        if self.count % PAGE_EVENTS == 0:
+            self._offsets.append(offset)
+            self._numbers.append(line.number)
+        self.count += 1
+        event = line.event
+        if isinstance(event, Corrupt):
+            self.corrupt += 1
+            return
+        t = _number(event.get("t"))
+        if t is not None:
+            self.started = t if self.started is None else self.started
+            self.last_t = t
+        kind = event.get("event")
+        if kind == "run_start" and self.count == 1:
+            keys = ("task", "model", "convention")
+            self.start = {key: _kept(event[key]) for key in keys if key in event}
+        elif kind == "run_end":
+            kept = ("status", "rounds", "duration_s")
+            self.end = {k: v for k in kept if isinstance(v := event.get(k), str | int | float)}
+        elif kind == "model_request":
+            self.round = max(self.round, _count(event.get("round")))
+        elif kind == "model_response":
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                used = (_count(usage.get("input_tokens")), _count(usage.get("output_tokens")))
+                self.tokens = (self.tokens[0] + used[0], self.tokens[1] + used[1])
+        elif kind == "call":
+            self.calls += 1
+        elif kind == "rejected":
+            self.rejected += 1
+
+    @property
+    def status(self) -> str:
+        if self.end is not None:
+            return str(self.end.get("status", "?"))
+        last = self.index == len(self.file.runs) - 1
+        fresh = time.time() - self.file.mtime < _LIVE_S
+        return "running" if last and fresh else "incomplete"
+
+    @property
+    def rounds(self) -> int:
+        if self.end is not None and "rounds" in self.end:
+            return _count(self.end["rounds"])
+        return self.round
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.end is not None and _number(self.end.get("duration_s")) is not None:
+            return float(self.end["duration_s"])
+        if self.started is None or self.last_t is None:
+            return None
+        return self.last_t - self.started
+
+    def lines(self, start: int, stop: int, max_bytes: int | None = None) -> list[Line]:
+        """Events ``start`` to ``stop - 1`` (0-based), read from the file.
+
+        With ``max_bytes``, it stops early once the lines read hold that many bytes
+        (one line at least). Reads from the first event of ``start``'s page.
+        """
+        stop = min(stop, self.count)
+        if start >= stop:
+            return []
+        page = start // PAGE_EVENTS
+        out: list[Line] = []
+        held = 0
+        with closing(self._read(page)) as events:
+            for index, number, raw in events:
+                if index >= stop:
+                    break
+                if index < start:
+                    continue
+                line = _parse(number, raw)
+                if line is not None:
+                    out.append(line)
+                    held += len(raw)
+                if max_bytes is not None and held >= max_bytes:
+                    break
+        return out
+
+    def raw(self, number: int) -> bytes | None:
+        """Line ``number`` of the file as written, if it is one of this run's events."""
+        page = bisect_right(self._numbers, number) - 1
+        if page < 0:
+            return None
+        last = min((page + 1) * PAGE_EVENTS, self.count)
+        with closing(self._read(page)) as events:
+            for index, n, raw in events:
+                if index >= last or n > number:
+                    break
+                if n == number:
+                    return raw
+        return None
+
+    def _read(self, page: int) -> Generator[tuple[int, int, bytes], None, None]:
+        """(event index, line number, bytes) of the events from ``page``'s first on."""
+        if page >= len(self._offsets):
+            return
+        index, number = page * PAGE_EVENTS, self._numbers[page]
+        try:
+            with self.file.real.open("rb") as handle:
+                handle.seek(self._offsets[page])
+                while index < self.count:
+                    raw = handle.readline()
+                    if not raw:
+                        return
+                    if raw.strip():  # as `TraceFile` counts: a blank line is no event
+                        yield index, number, raw
+                        index += 1
+                    number += 1
+        except OSError:
+            return
+
+
+@dataclass(slots=True)
+class TraceFile:
+    """A trace file and its runs, read up to where it ended at the last `load`."""
+
+    id: str
+    path: Path
+    """Where it was found, under a given path: what pages show."""
+    real: Path
+    """What it resolves to: what is read."""
+    runs: list[Run] = field(default_factory=list)
+    mtime: float = 0.0
+    size: int = -1
+    _stamp: tuple[int, int, int] = (0, 0, 0)
+    _read: int = 0
+    """Bytes read so far: every complete line, and the unfinished one below."""
+    _lines: int = 0
+    """Lines counted so far."""
+    _pending: bytearray = field(default_factory=bytearray)
+    """The unfinished last line: bytes read with no newline after them yet."""
+    _joined: bool = False
+    """The unfinished line was a whole JSON object and counted as an event; the next
+    bytes up to a newline end it and are no event of their own."""
+    _checked: bytes = b""
+
+    @property
+    def unfinished(self) -> int:
+        """Bytes at the end of the file with no newline after them, not shown as an event:
+        a line being written, or one a killed writer cut short."""
+        return len(self._pending) if not self._joined else 0
+
+    def load(self) -> None:
+        """Read what was appended since the last load; all again if it was rewritten."""
+        stat = os.stat(self.real)
+        stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if stamp == self._stamp:
+            return
+        # Unbuffered: only the bytes asked for are read.
+        with self.real.open("rb", buffering=0) as handle:
+            if (
+                stat.st_ino != self._stamp[0]
+                or stat.st_size < self._read
+                or not self._continues(handle)
+            ):
+                self._restart()
+            self._stamp, self.size, self.mtime = stamp, stat.st_size, stat.st_mtime
+            handle.seek(self._read)
+            while chunk := handle.read(_CHUNK):
+                self._take(chunk)
+        self._end_of_file()
+
+    def _continues(self, handle: IO[bytes]) -> bool:
+        if not self._read:
+            return True
+        handle.seek(self._read - len(self._checked))
+        return handle.read(len(self._checked)) == self._checked
+
+    def _restart(self) -> None:
+        self.runs = []
+        self._read = self._lines = 0
+        self._pending = bytearray()
+        self._joined = False
+        self._checked = b""
+
+    def _take(self, chunk: bytes) -> None:
+        """Count the lines `chunk` completes; keep the unfinished rest."""
+        base = self._read - len(self._pending)  # the file offset of _pending's first byte
+        self._read += len(chunk)
+        self._checked = (self._checked + chunk)[-_CHECKED:]
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            self._pending += chunk
+            return
+        first = bytes(self._pending + chunk[: newline + 1])
+        self._pending = bytearray()
+        self._line(first, base)
+        base += len(first)
+        begin = newline + 1
+        while (newline := chunk.find(b"\n", begin)) >= 0:
+            self._line(chunk[begin : newline + 1], base)
+            base += newline + 1 - begin
+            begin = newline + 1
+        self._pending = bytearray(chunk[begin:])
+
+    def _end_of_file(self) -> None:
+        """An unfinished last line that is a whole JSON object was written without its
+        newline: count it now; whatever follows it on its line later is not an event."""
+        if self._joined or not self._pending.rstrip().endswith(b"}"):
+            return  # (a line being written is not parsed again on every poll)
+        try:
+            whole = isinstance(json.loads(self._pending), dict)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            whole = False
+        if whole:
+            self._line(bytes(self._pending), self._read - len(self._pending))
+            self._joined = True
+
+    def _line(self, raw: bytes, offset: int) -> None:
+        if self._joined:  # the end of the line counted at the end of the file before
+            self._joined = False
+            return
+        self._lines += 1
+        line = _parse(self._lines, raw)
+        if line is None:
+            return
+        event = line.event
+        starts = isinstance(event, dict) and event.get("event") == "run_start"
+        if starts or not self.runs:
+            self.runs.append(Run(f"{self.id}-{len(self.runs)}", self, len(self.runs)))
+        self.runs[-1]._add(line, offset)
