@@ -28,6 +28,7 @@ import hashlib
 import inspect
 import json
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -213,9 +214,12 @@ class Paused:
     plan: bool = False
     #: The run's scope (`tooluse._scope`), kept so a resumed run is held to it.
     scope: tuple[str, ...] | None = None
+    #: This pause, in every copy of it: `Agent.resume` uses it once (see `ApprovalStore`).
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "task": self.task,
             "round": self.round,
             "calls": [c.to_openai() for c in self.calls],
@@ -233,7 +237,16 @@ class Paused:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Paused:
+        # A state saved before pauses had ids is named by its content, the same in every copy.
+        pause = (
+            data.get("id")
+            or "saved-"
+            + hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
+                :32
+            ]
+        )
         return cls(
+            id=str(pause),
             task=str(data["task"]),
             round=int(data["round"]),
             calls=tuple(
