@@ -458,6 +458,8 @@ def as_policy(approval: ApprovalPolicy | PolicyFunction | str | None) -> Approva
 def as_decision(value: object, *, denied: str) -> Approval:
     """A decision from what a policy returned or a resume gave; TypeError if it is none."""
     if isinstance(value, Approval):
+        if value.arguments is not None and not isinstance(value.arguments, Mapping):
+            raise TypeError(f"an Approval's arguments must be a dict, got {value.arguments!r}")
         return value
     if value is True:
         return Approval.allow()
@@ -560,6 +562,10 @@ class Gate:
                 )
             decision, error = await self._ask(request)
             by = "policy" if error is None else "failure"
+        if decision.arguments is not None:
+            # The policy may keep its Approval: the call runs with a copy of the run's own,
+            # so changing that Approval later changes neither the call nor its record.
+            decision = Approval(decision.decision, decision.reason, thawed(decision.arguments))
         if decision.decision == "deny":
             with self._lock:
                 self._denied[request.key] = decision.reason or "denied"

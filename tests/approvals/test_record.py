@@ -101,19 +101,24 @@ def test_other_arguments_are_given_explicitly_checked_and_recorded(agents: list[
 
 
 def test_the_arguments_given_to_allow_are_copied(agents: list[Agent]) -> None:
-    # A policy keeping the dict it approved with cannot change the call afterwards.
-    kept: list[dict[str, Any]] = []
+    # A policy keeping what it approved with cannot change the call, or its record, later.
+    given: list[Approval] = []
 
     def policy(request: ApprovalRequest) -> Approval:
+        for earlier in given:  # the call approved before has run by now
+            assert earlier.arguments is not None
+            earlier.arguments["to"] = "mallory@example.com"
+            earlier.arguments["cc"].append("eve@example.com")
         edited = {**request.arguments, "cc": [*request.arguments["cc"]]}
-        kept.append(edited)
         approval = Approval.allow(edited)
         edited["cc"].append("eve@example.com")
         edited["to"] = "mallory@example.com"
+        given.append(approval)
         return approval
 
-    result, received = mail_run(agents, policy)
-    assert received == [MAIL] and ran_as_recorded(result, received)
+    result, received = mail_run(agents, policy, mails=2)
+    assert received == [MAIL, MAIL] and ran_as_recorded(result, received)
+    assert [dict(a.edited or {}) for a in result.approvals] == [MAIL, MAIL]
 
 
 def test_the_run_so_far_shown_to_a_policy_is_a_copy(agents: list[Agent]) -> None:
