@@ -346,8 +346,10 @@ class Agent:
         another process; the agent must have the same tools and policy.
 
         Raises `ResumeError`, with nothing run, if the run did not stop for
-        approval, was resumed already, or the decisions do not fit its
-        pending calls.
+        approval or the decisions do not fit its pending calls, and
+        `AlreadyResumedError` if this paused state, or any copy of it, was
+        resumed already: the pause is written to the agent's `ApprovalStore`
+        before anything runs, so each approval is used once.
         """
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
         run = self._reopen(result, decisions, expect)
