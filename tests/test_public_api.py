@@ -32,6 +32,8 @@ def test_top_level_exports() -> None:
             "ApprovalPolicy",
             "ApprovalRecord",
             "ApprovalRequest",
+            "ApprovalStore",
+            "AlreadyResumedError",
             "CallRecord",
             "DirectRun",
             "Dispatcher",

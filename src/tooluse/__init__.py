@@ -2,8 +2,10 @@
 
 from ._agent import Agent
 from ._approval import Approval, ApprovalPolicy, ApprovalRecord, ApprovalRequest, ProvenancePolicy
+from ._approval_store import ApprovalStore
 from ._dispatch import DirectRun, Dispatcher, Ledger
 from ._exceptions import (
+    AlreadyResumedError,
     InvalidCallError,
     ModelAuthError,
     ModelBadRequestError,
@@ -46,11 +48,13 @@ from .tools import Tool, Toolbox, tool
 __all__ = [
     "FREE_TEXT",
     "Agent",
+    "AlreadyResumedError",
     "Approval",
     "ApprovalEvent",
     "ApprovalPolicy",
     "ApprovalRecord",
     "ApprovalRequest",
+    "ApprovalStore",
     "CallEndEvent",
     "CallRecord",
     "CallStartEvent",

@@ -20,8 +20,9 @@ from ._approval import (
     as_policy,
     call_key,
 )
+from ._approval_store import PROCESS_STORE, ApprovalStore
 from ._dispatch import Dispatcher
-from ._exceptions import ModelError, ResumeError, UsageError
+from ._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
 from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
 from ._messages import Message
@@ -95,6 +96,10 @@ class Agent:
             ``"provenance"`` (a `ProvenancePolicy` that denies a side-effecting
             call whose arguments only untrusted tool results supplied). None runs
             every valid call. See `resume` for a deferred call.
+        approval_store: where resumed pauses are written down, so that each
+            paused state is resumed once (`ApprovalStore`): a path to a SQLite
+            file that processes share, or a store. None: this process's memory,
+            shared by its agents.
         scope: the tools with side effects a run may call, fixed before it reads
             anything: an iterable of tool names, or ``"ask"`` to have the
             model name them from the task alone, in one request before the
@@ -142,10 +147,17 @@ class Agent:
         always_loaded: Iterable[str] = (),
         otel: bool | TracerProvider | None = None,
         scope: Literal["ask"] | Iterable[str] | None = None,
+        approval_store: ApprovalStore | str | Path | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
         self.approval = as_policy(approval)
+        self._owns_approval_store = isinstance(approval_store, str | Path)
+        self.approval_store = (
+            ApprovalStore(approval_store)
+            if isinstance(approval_store, str | Path)
+            else approval_store or PROCESS_STORE
+        )
         self.model = model
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self.scope: Literal["ask"] | frozenset[str] | None = (
@@ -210,10 +222,12 @@ class Agent:
         return self._sandbox
 
     def close(self) -> None:
-        """Stop the agent's own sandbox, if it started one."""
+        """Stop the agent's own sandbox, if it started one, and its own approval store."""
         if self._sandbox is not None and self._owns_sandbox:
             self._sandbox.close()
             self._sandbox = None
+        if self._owns_approval_store:
+            self.approval_store.close()
 
     def __enter__(self) -> Agent:
         return self
@@ -332,8 +346,10 @@ class Agent:
         another process; the agent must have the same tools and policy.
 
         Raises `ResumeError`, with nothing run, if the run did not stop for
-        approval, was resumed already, or the decisions do not fit its
-        pending calls.
+        approval or the decisions do not fit its pending calls, and
+        `AlreadyResumedError` if this paused state, or any copy of it, was
+        resumed already: the pause is written to the agent's `ApprovalStore`
+        before anything runs, so each approval is used once.
         """
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
         run = self._reopen(result, decisions, expect)
@@ -403,14 +419,21 @@ class Agent:
                 "with status 'needs_approval' can be resumed"
             )
         if result.resumed:
-            raise ResumeError(
+            raise AlreadyResumedError(
                 "this paused run was resumed already, and each approval is used once; "
                 "resume the result that run returned"
             )
         if self.approval is None:
             raise ResumeError("this agent has no approval policy: resume with the one that paused")
         granted = _granted(result, decisions)
-        run = self._open(paused.task, expect, paused=paused)
+        # Written down before anything runs: a copy of this state, here or in a process
+        # sharing the store, is refused from now on (AlreadyResumedError).
+        self.approval_store.claim(paused.id, task=paused.task, decisions=sorted(decisions))
+        try:
+            run = self._open(paused.task, expect, paused=paused)
+        except BaseException:
+            self.approval_store.release(paused.id)  # nothing ran: the pause is still unused
+            raise
         gate = run.dispatcher.gate
         assert gate is not None
         for key, decision in granted:

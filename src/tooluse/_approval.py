@@ -28,11 +28,13 @@ import hashlib
 import inspect
 import json
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ._exceptions import UsageError
+from ._frozen import frozen, thawed
 from ._messages import Message, ToolCall
 from ._provenance import FREE_TEXT, MIN_CHARS, Provenance, Selections
 from ._records import Answered, CallRecord
@@ -75,8 +77,12 @@ class Approval:
 
     @classmethod
     def allow(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
-        """Run the call (with ``arguments`` in place of the model's, if given)."""
-        return cls("allow", arguments=dict(arguments) if arguments is not None else None)
+        """Run the call (with ``arguments`` in place of the model's, if given).
+
+        The arguments are copied now, so changing the dict afterwards changes
+        nothing; they are checked against the tool's schema before the call runs.
+        """
+        return cls("allow", arguments=thawed(arguments) if arguments is not None else None)
 
     @classmethod
     def deny(cls, reason: str = "denied by the approval policy") -> Approval:
@@ -89,16 +95,49 @@ class Approval:
         return cls("defer", reason)
 
 
-@dataclass(frozen=True, slots=True)
 class RunSoFar:
-    """What the run had done when a call was put to the policy."""
+    """What the run had done when a call was put to the policy.
 
-    task: str
-    messages: tuple[Message, ...]
-    calls: tuple[CallRecord, ...]
-    """Every call executed so far, a running script's included."""
-    provenance: Provenance | None
-    """The run's text by trust, when the policy tracks it (see `ProvenancePolicy`)."""
+    `messages` and `calls` are copies, read-only where they hold JSON values,
+    made when first read: a policy cannot change the run's record through them.
+    """
+
+    __slots__ = ("_calls", "_copies", "_messages", "provenance", "task")
+
+    def __init__(
+        self,
+        task: str,
+        messages: Sequence[Message],
+        calls: Sequence[CallRecord],
+        provenance: Provenance | None,
+    ) -> None:
+        self.task = task
+        self._messages = tuple(messages)
+        self._calls = tuple(calls)
+        #: The run's text by trust, when the policy tracks it (see `ProvenancePolicy`).
+        self.provenance = provenance
+        self._copies: tuple[tuple[Message, ...], tuple[CallRecord, ...]] | None = None
+
+    def _copied(self) -> tuple[tuple[Message, ...], tuple[CallRecord, ...]]:
+        if self._copies is None:
+            self._copies = (
+                tuple(replace(m) for m in self._messages),
+                tuple(
+                    replace(c, arguments=frozen(c.arguments), result=frozen(c.result))
+                    for c in self._calls
+                ),
+            )
+        return self._copies
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation so far."""
+        return self._copied()[0]
+
+    @property
+    def calls(self) -> tuple[CallRecord, ...]:
+        """Every call executed so far, a running script's included."""
+        return self._copied()[1]
 
 
 @dataclass(slots=True)
@@ -107,7 +146,8 @@ class ApprovalRequest:
 
     call_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: Mapping[str, Any]
+    """Read-only (a copy): `Approval.allow` with other arguments runs the call with those."""
     caller: Caller
     """``model`` for a JSON or text call, ``script`` for a call made by a script."""
     reason: str
@@ -118,6 +158,9 @@ class ApprovalRequest:
     run: RunSoFar | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # A copy nobody can change: an edit in place would reach the record and not the
+        # call (or the call and not the record), never both.
+        self.arguments = frozen(self.arguments)
         if not self.key:
             self.key = call_key(self.tool, self.arguments)
 
@@ -125,7 +168,7 @@ class ApprovalRequest:
         return {
             "call_id": self.call_id,
             "tool": self.tool,
-            "arguments": self.arguments,
+            "arguments": thawed(self.arguments),
             "caller": self.caller,
             "reason": self.reason,
             "round": self.round,
@@ -151,7 +194,8 @@ class ApprovalRecord:
 
     call_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: Mapping[str, Any]
+    """The call's arguments as it was asked about (read-only)."""
     caller: Caller
     decision: Decision
     by: DecidedBy
@@ -161,17 +205,26 @@ class ApprovalRecord:
     reason: str | None = None
     error: str | None = None
     """What went wrong while asking, for ``failure``."""
+    edited: Mapping[str, Any] | None = None
+    """For an ``allow`` that gave other arguments: those (read-only). The call ran
+    with them if they fit the tool's schema, and its `CallRecord` holds them."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", frozen(self.arguments))
+        if self.edited is not None:
+            object.__setattr__(self, "edited", frozen(self.edited))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "call_id": self.call_id,
             "tool": self.tool,
-            "arguments": self.arguments,
+            "arguments": thawed(self.arguments),
             "caller": self.caller,
             "decision": self.decision,
             "by": self.by,
             "reason": self.reason,
             "error": self.error,
+            "edited": thawed(self.edited) if self.edited is not None else None,
         }
 
     @classmethod
@@ -185,6 +238,7 @@ class ApprovalRecord:
             by=data["by"],
             reason=data.get("reason"),
             error=data.get("error"),
+            edited=data.get("edited"),
         )
 
 
@@ -213,9 +267,12 @@ class Paused:
     plan: bool = False
     #: The run's scope (`tooluse._scope`), kept so a resumed run is held to it.
     scope: tuple[str, ...] | None = None
+    #: This pause, in every copy of it: `Agent.resume` uses it once (see `ApprovalStore`).
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "task": self.task,
             "round": self.round,
             "calls": [c.to_openai() for c in self.calls],
@@ -233,7 +290,16 @@ class Paused:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Paused:
+        # A state saved before pauses had ids is named by its content, the same in every copy.
+        pause = (
+            data.get("id")
+            or "saved-"
+            + hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
+                :32
+            ]
+        )
         return cls(
+            id=str(pause),
             task=str(data["task"]),
             round=int(data["round"]),
             calls=tuple(
@@ -392,6 +458,8 @@ def as_policy(approval: ApprovalPolicy | PolicyFunction | str | None) -> Approva
 def as_decision(value: object, *, denied: str) -> Approval:
     """A decision from what a policy returned or a resume gave; TypeError if it is none."""
     if isinstance(value, Approval):
+        if value.arguments is not None and not isinstance(value.arguments, Mapping):
+            raise TypeError(f"an Approval's arguments must be a dict, got {value.arguments!r}")
         return value
     if value is True:
         return Approval.allow()
@@ -494,6 +562,10 @@ class Gate:
                 )
             decision, error = await self._ask(request)
             by = "policy" if error is None else "failure"
+        if decision.arguments is not None:
+            # The policy may keep its Approval: the call runs with a copy of the run's own,
+            # so changing that Approval later changes neither the call nor its record.
+            decision = Approval(decision.decision, decision.reason, thawed(decision.arguments))
         if decision.decision == "deny":
             with self._lock:
                 self._denied[request.key] = decision.reason or "denied"
@@ -503,12 +575,13 @@ class Gate:
             ApprovalRecord(
                 call_id,
                 tool.name,
-                arguments,
+                request.arguments,
                 caller,
                 decision.decision,
                 by,
                 decision.reason,
                 error,
+                decision.arguments if decision.decision == "allow" else None,
             )
         )
         return decision, request

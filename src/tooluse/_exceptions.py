@@ -11,6 +11,7 @@ subpackage named beside it.
     ├── UsageError                 the library was called wrongly
     │   ├── ToolDefinitionError    a tool cannot be turned into a schema
     │   ├── ResumeError            a paused run cannot be resumed with those decisions
+    │   │   └── AlreadyResumedError  that paused state was resumed already
     │   ├── GrammarError           llguidance refused a grammar (tooluse.decoding)
     │   ├── ItemIdConflictError    an item id already names other text (tooluse.context)
     │   ├── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
@@ -50,6 +51,7 @@ they were before they joined the tree.
 from __future__ import annotations
 
 __all__ = [
+    "AlreadyResumedError",
     "InvalidCallError",
     "ModelAuthError",
     "ModelBadRequestError",
@@ -81,6 +83,14 @@ class ToolDefinitionError(UsageError):
 
 class ResumeError(UsageError):
     """A paused run cannot be resumed: it did not pause, or the decisions do not fit it."""
+
+
+class AlreadyResumedError(ResumeError):
+    """The paused state was resumed already, from this copy or another.
+
+    Each approval is used once: the decisions a paused run was resumed with cannot
+    run its calls again through a copy of it (see `ApprovalStore`).
+    """
 
 
 class ModelError(ToolUseError):

@@ -7,9 +7,14 @@ names the argument values of a call that were copied out of untrusted text and
 appear nowhere in trusted text: an IBAN, an e-mail address or a URL that only a
 mail, a web page or a file could have supplied.
 
-Matching is a substring test after normalising both sides (Unicode NFKC,
-case-folded, whitespace removed), so ``DE89 3704`` in a mail matches
-``de893704`` in a call. What is tested:
+Matching is a substring test after normalising both sides alike: characters
+that show as nothing removed (Unicode format characters such as a zero-width
+space, a soft hyphen, a word joiner or a byte order mark; control characters;
+Hangul fillers, variation selectors and the other default-ignorable ones), then
+Unicode NFKC, case folding, and whitespace removed. So ``DE89 3704`` in a mail
+matches ``de893704`` in a call, and so does ``DE89\u200b3704``: a value an
+injected text splits with invisible characters is the value its reader sees.
+What is tested:
 
 - each string value whole, and each token in it that looks like an identifier
   (it holds a digit, ``@``, ``/`` or an inner ``.``), so a URL inside an
@@ -55,6 +60,7 @@ answer.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -96,10 +102,56 @@ _IDENTIFIER = re.compile(r"[0-9@/]|\w\.\w")
 _NAME_BREAK = re.compile(r"[.,;:!?()\[\]{}<>\"`\n\r]+")
 
 
+# Characters that show as nothing, besides whitespace and the format characters
+# (category Cf) found below: the default-ignorable code points that are not Cf (the
+# combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and
+# other variation selectors, and those not assigned yet), and the blank Braille cell.
+_INVISIBLE_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2065, 0x2065),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
+
+
+@functools.cache
+def _invisible() -> re.Pattern[str]:
+    """Every character that shows as nothing: format (Cf) and control (Cc) ones, and the above.
+
+    Found from this Python's Unicode tables once, when provenance first compares
+    text; Unicode assigns format characters in the first two planes and the 14th
+    (tags), whose last is covered by the ranges above.
+    """
+    codes = {code for code in range(0x20000) if unicodedata.category(chr(code)) in ("Cf", "Cc")}
+    codes.update(code for low, high in _INVISIBLE_RANGES for code in range(low, high + 1))
+    ranges: list[tuple[int, int]] = []
+    for code in sorted(codes):
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    spans = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
+    # Control characters include the separator put between a result's leaves.
+    return re.compile(f"[{spans}]")
+
+
 def normalise(text: str) -> str:
-    """Text as provenance compares it: NFKC, case-folded, without whitespace."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(folded.split()).replace(_SEPARATOR, "")
+    """Text as provenance compares it: without invisible characters, NFKC, case-folded,
+    without whitespace.
+
+    The invisible characters go first, so that what they separated composes as it
+    would have without them (``e``, a zero-width space and an accent become ``é``).
+    """
+    visible = _invisible().sub("", text)
+    folded = unicodedata.normalize("NFKC", visible).casefold()
+    return "".join(folded.split())
 
 
 def _number_texts(value: int | float) -> list[str]:
@@ -140,7 +192,11 @@ def _names(text: str) -> Iterator[str]:
     for chunk in _NAME_BREAK.split(text):
         run: list[str] = []
         for raw in [*chunk.split(), ""]:
-            word = raw.strip(_TOKEN_EDGES)
+            # Read as shown: an invisible character neither starts a word nor ends a name.
+            word = _invisible().sub("", raw)
+            if raw and not word:
+                continue
+            word = word.strip(_TOKEN_EDGES)
             if word and word[0].isupper():
                 run.append(word)
                 continue

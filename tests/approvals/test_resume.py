@@ -124,8 +124,9 @@ def test_bad_resumes_are_refused_with_nothing_run(agents: list[Agent]) -> None:
         agent.resume(result, {"c2": "yes"})  # type: ignore[dict-item]
     with pytest.raises(ResumeError, match="defers again"):
         agent.resume(result, {"c2": Approval.defer()})
-    tampered = RunResult.from_dict(result.to_dict())
-    tampered.pending[0].arguments["recipient"] = "GB00EVIL"
+    saved = result.to_dict()
+    saved["pending"][0]["arguments"]["recipient"] = "GB00EVIL"
+    tampered = RunResult.from_dict(saved)
     with pytest.raises(ResumeError, match="do not match the hash"):
         agent.resume(tampered, {"c2": True})
     assert bank.sent == [] and not result.resumed
