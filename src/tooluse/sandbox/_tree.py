@@ -115,8 +115,10 @@ def supervise(
     top of what it held when the watch began. Returns the wait status, the worker's
     rusage, the limit that was passed (or None) and the last sample of the tree.
     """
-    last = tree_usage(root)
-    baseline = last.anon_bytes
+    # When the watch begins the script is one process: no scan of /proc on the way of a
+    # script that ends within the first interval.
+    baseline = _anon_bytes(worker)
+    last = TreeUsage(anon_bytes=baseline, processes=1)
     passed: str | None = None
     pidfd = os.pidfd_open(worker)
     try:
