@@ -162,3 +162,33 @@ def test_script_output_is_a_user_message_on_the_wire() -> None:
     wire = openai_messages(messages)
     assert wire[2] == {"role": "user", "content": "Output of python:\n1"}
     assert wire[4] == {"role": "tool", "content": "ok", "tool_call_id": "c1"}
+
+
+def test_a_second_run_sees_nothing_a_first_runs_script_left(agents: list[Agent]) -> None:
+    """One agent, two runs (two users' tasks): the scratch directory is the script's own."""
+    agent = Agent(
+        ScriptedModel(
+            [
+                fenced("open('/tmp/card.txt', 'w').write('4111 1111 1111 1111')\nprint('saved')"),
+                {"content": "Saved."},
+                fenced("import os\nprint(sorted(os.listdir('/tmp')), os.path.exists('card.txt'))"),
+                {"content": "Nothing there."},
+            ]
+        ),
+        seed_tools,
+        convention="code",
+        script_timeout=20,
+    )
+    agents.append(agent)
+    first = agent.run("save the card")
+    assert first.messages[3].content.startswith("saved\n")
+    second = agent.run("look around")
+    assert second.messages[3].content.startswith("[] False\n")
+
+
+def test_a_huge_error_reaches_the_model_cut_to_the_output_limit(agents: list[Agent]) -> None:
+    result = run(agents, [fenced("raise ValueError('x' * 3_000_000)"), {"content": "It failed."}])
+    tool_message = result.messages[3].content
+    assert "characters cut" in tool_message
+    limit = agents[0].sandbox().limits.max_output_bytes
+    assert len(tool_message) <= limit + 500
