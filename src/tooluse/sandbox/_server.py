@@ -361,15 +361,23 @@ def _monitor_main(
 
     signal.signal(signal.SIGUSR1, kill_worker)
     me = os.getpid()
+    # The worker hands back its mount namespace, which this process holds until the end
+    # has been reported: unmounting the script's /proc and tmpfs mounts waits for the
+    # kernel (an RCU grace period), and that wait belongs after the report, not before.
+    holder, held_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     worker = os.fork()
     if worker == 0:
         try:
             signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-            _keep_only([worker_end.fileno()])
-            _worker_main(worker_end, config, me)
+            _keep_only([worker_end.fileno(), held_end.fileno()])
+            _worker_main(worker_end, held_end, config, me)
         finally:
             os._exit(70)
     worker_end.close()
+    held_end.close()
+    handed = recv_frame(holder) if pidns else None
+    held = handed[1] if handed is not None else []
+    holder.close()
     # The job itself goes to the worker; this side only gets the status pipe, to report
     # how the worker ended, and the limits it watches the script's whole tree for.
     frame = recv_frame(sock)
@@ -402,6 +410,8 @@ def _monitor_main(
     }
     with contextlib.suppress(OSError):
         os.write(status_fd, json.dumps(record).encode() + b"\n")
+    os.close(status_fd)
+    close_all(held)
     os._exit(0)
 
 
@@ -454,7 +464,9 @@ def _children_of(parent: int) -> list[int]:
 # -- the worker ------------------------------------------------------------------------------
 
 
-def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) -> NoReturn:
+def _worker_main(
+    chan: socket.socket, holder: socket.socket, config: dict[str, Any], monitor_pid: int
+) -> NoReturn:
     # Non-dumpable before anything else: no other process of the sandbox's uid may open
     # this process's /proc/<pid>/mem while it still holds capabilities.
     _prctl(_PR_SET_DUMPABLE, 0)
@@ -462,6 +474,9 @@ def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) 
         _private_namespaces(config)
         _drop_capabilities()
         _load_seccomp(bytes.fromhex(config["seccomp"]))
+        namespace = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+        send_frame(holder, {}, [namespace])
+        os.close(namespace)
     else:
         os.setsid()
         uid = config.get("uid")
@@ -483,6 +498,7 @@ def _worker_main(chan: socket.socket, config: dict[str, Any], monitor_pid: int) 
     else:
         # Scripts share one pid namespace here; a uid change resets dumpability.
         _prctl(_PR_SET_DUMPABLE, 0)
+    holder.close()
     # Everything that does not depend on the job is done before it arrives.
     random.seed()
     frame = recv_frame(chan)
