@@ -7,14 +7,18 @@ Run as ``python odd_servers.py MODE [ARG]``, speaking over stdio:
   ``gone_output`` (an output schema pointing nowhere), ``not_a_schema`` (a pointer
   to a number), and two usable ones: ``defs`` (a ``$ref`` that resolves inside the
   schema; says its text back) and ``echo``.
-- ``banner``: writes a line of text to stdout before it speaks MCP; ``echo`` works.
-- ``garbage``: writes lines that are not JSON-RPC to stdout and exits.
+- ``banner``: writes a line of text to stdout before it speaks MCP; ``echo`` works,
+  and ``chat`` writes a line of text to stdout before it answers.
+- ``garbage``: writes lines that are not JSON-RPC to stdout (and one to stderr) and exits.
+- ``refuse``: reads the handshake's first request, writes JSON that is not a JSON-RPC
+  message to stdout, then answers each request with an error (written by hand).
 - ``stall``: its tool ``stall`` blocks the whole process, which then reads nothing
   more from its stdin (a server wedged in a synchronous call).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any
@@ -78,6 +82,8 @@ def server(tools: list[types.Tool]) -> Server[Any]:
         args = params.arguments or {}
         if params.name == "stall":
             time.sleep(3600)  # blocks the event loop: the server stops reading its stdin
+        if params.name == "chat":
+            print("handling chat", flush=True)  # stdout: what the client reads
         text = str(args.get("text", ""))
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -96,11 +102,22 @@ def main() -> None:
         anyio.run(serve, ref_tools(sys.argv[2]))
     elif mode == "banner":
         print("Odd MCP server 1.0 starting, press Ctrl-C to stop", flush=True)
-        anyio.run(serve, [types.Tool(name="echo", description="Say it.", input_schema=TEXT)])
+        chat = types.Tool(name="chat", description="Chatty.", input_schema=TEXT)
+        anyio.run(serve, [types.Tool(name="echo", description="Say it.", input_schema=TEXT), chat])
     elif mode == "garbage":
         print("Usage: odd-server [--port N]", flush=True)
         print("error: no configuration found", flush=True)
-        sys.exit(1)
+        print('{"not": "a JSON-RPC message"}', flush=True)
+        sys.exit("odd-server: giving up")
+    elif mode == "refuse":
+        error = {"code": -32603, "message": "not ready yet"}
+        for number, line in enumerate(sys.stdin):
+            if number == 0:
+                print('{"status": "listening", "port": 8080}', flush=True)
+            request = json.loads(line)
+            if "id" in request:
+                answer = {"jsonrpc": "2.0", "id": request["id"], "error": error}
+                print(json.dumps(answer), flush=True)
     elif mode == "stall":
         stall = types.Tool(
             name="stall",
