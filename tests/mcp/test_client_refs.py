@@ -261,6 +261,10 @@ NOT_RESOLVING = {
     ),
     "an anchor nothing has": ({"properties": {"a": {"$ref": "#nothing"}}}, "#nothing"),
     "a URN": ({"properties": {"a": {"$ref": "urn:example:other"}}}, "urn:example:other"),
+    "one off an $id that is not a URI": (
+        {"$id": "http://[::1", "properties": {"a": {"$ref": "y"}}},
+        "y",
+    ),
     "deep inside": (
         {"properties": {"a": {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/B"}]}}}},
         "#/$defs/B",

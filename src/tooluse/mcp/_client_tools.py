@@ -47,10 +47,13 @@ def _schema_problem(schema: Any, which: str) -> str | None:
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the top level"
         return f"its {which} is not a valid JSON Schema: {exc.message} (at {where})"
-    unresolved = unresolved_reference(schema)
+    try:
+        unresolved = unresolved_reference(schema)
+    except Exception as exc:  # the server's schema, however odd, refuses one tool only
+        return f"its {which}'s references cannot be checked: {type(exc).__name__}: {exc}"
     if unresolved is not None:
         reference, why = unresolved
-        return f"its {which} has a $ref that cannot be used, {reference!r}: {why}"
+        return f"its {which} has a reference that cannot be used, {reference!r}: {why}"
     return None
 
 

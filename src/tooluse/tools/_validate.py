@@ -293,12 +293,13 @@ def _describe(error: ValidationError) -> list[str]:
 
 
 def unresolved_reference(schema: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The first ``$ref`` (or ``$dynamicRef``) of `schema` that does not resolve, and why.
+    """The first reference of `schema` that cannot be used, and why; None if all can.
 
-    A reference resolves to a part of the schema (by JSON pointer, ``$id`` or
-    anchor) or to a meta-schema; nothing is fetched. One that resolves to a value
-    that is not a schema (a pointer into a ``default``, say) does not count.
-    Values that are data, such as a ``const`` or an ``example``, are not searched.
+    A ``$ref`` (or ``$dynamicRef``) resolves to a part of the schema (by JSON
+    pointer, ``$id`` or anchor) or to a meta-schema; nothing is fetched. One that
+    resolves to a value that is not a schema (a pointer into a ``default``, say)
+    cannot be used, nor can an ``$id`` that is not a URI. Values that are data,
+    such as a ``const`` or an ``example``, are not searched.
     """
     dialect = schema.get("$schema")
     specification = referencing.jsonschema.specification_with(
@@ -322,12 +323,18 @@ def unresolved_reference(schema: Mapping[str, Any]) -> tuple[str, str] | None:
                 except Unresolvable:
                     why = "it does not resolve within the schema, and references are never fetched"
                     return reference, why
+                except ValueError as exc:  # it, or an $id it is relative to, is not a URI
+                    return reference, f"it cannot be read as a URI: {exc}"
                 if not isinstance(target, Mapping | bool):
                     return (
                         reference,
                         f"it points at {_type_name(target)} {_short(target)}, not a schema",
                     )
-        pending.extend((sub, scope.in_subresource(sub)) for sub in resource.subresources())
+        for sub in resource.subresources():
+            try:
+                pending.append((sub, scope.in_subresource(sub)))
+            except ValueError as exc:
+                return str(sub.id()), f"it is an $id that cannot be read as a URI: {exc}"
     return None
 
 
