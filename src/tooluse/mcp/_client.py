@@ -99,18 +99,18 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def _quoted(exc: ValueError) -> str:
     """The line a parse error is about, quoted (cut if long), from what pydantic kept of it."""
-    errors: list[Any] = []
-    if isinstance(exc, pydantic.ValidationError):
-        errors = exc.errors(include_url=False)
-    # Text that is not JSON is kept as it was; JSON that is not a message, as its value.
-    whole = [e["input"] for e in errors if e["type"] == "json_invalid" or len(e["loc"]) <= 1]
-    whole += [e["input"] for e in errors if e["type"] == "missing"]
-    if whole and isinstance(whole[0], str) and errors[0]["type"] == "json_invalid":
-        line = whole[0]
-    elif whole:
-        line = json.dumps(whole[0], ensure_ascii=False, default=str)
+    errors = exc.errors(include_url=False) if isinstance(exc, pydantic.ValidationError) else []
+    if errors and errors[0]["type"] == "json_invalid" and isinstance(errors[0]["input"], str):
+        line = errors[0]["input"]  # text that is not JSON, as it was
     else:
-        line = str(exc).partition("\n")[0]
+        # JSON that is not a message: its value as a whole, which the error of a
+        # missing field or of the wrong kind of value holds.
+        whole = [e["input"] for e in errors if e["type"] == "missing" or len(e["loc"]) <= 1]
+        line = (
+            json.dumps(whole[0], ensure_ascii=False, default=str)
+            if whole
+            else str(exc).partition("\n")[0]
+        )
     if len(line) > _QUOTE_CHARS:
         line = line[:_QUOTE_CHARS] + "..."
     return repr(line)
@@ -204,10 +204,13 @@ async def _watched(transport: Transport, connection: _Connection) -> AsyncIterat
 class _Connection:
     """One session with the server, held open by a task on the client's loop."""
 
-    def __init__(self, transport: Transport, session: _SessionWatch, label: str) -> None:
+    def __init__(
+        self, transport: Transport, session: _SessionWatch, label: str, *, stdio: bool
+    ) -> None:
         self.client = Client(_watched(transport, self))
         self.session = session
         self.label = label
+        self.stdio = stdio
         self.lost = False
         self.tools: list[types.Tool] = []
         self.server_name = ""
@@ -231,7 +234,7 @@ class _Connection:
 
     def stray_said(self) -> str:
         """What the server sent that is not a message, said for an error or a warning."""
-        if self.label.startswith("`"):  # a command: it writes its messages to stdout
+        if self.stdio:
             return f"wrote a line to stdout that is not JSON-RPC: {self.stray}"
         return f"sent a message that is not JSON-RPC: {self.stray}"
 
@@ -376,7 +379,12 @@ class _Runtime:
             if current is not None:
                 await current.close()
             session = _SessionWatch()
-            connection = _Connection(self.transport(session), session, self.label)
+            connection = _Connection(
+                self.transport(session),
+                session,
+                self.label,
+                stdio=not isinstance(self.target, str),
+            )
             try:
                 await connection.open(self.connect_timeout)
             except TimeoutError:
