@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
+from referencing.exceptions import Unresolvable
 
 from ._messages import ToolCall
 from ._records import RejectedCall
@@ -165,6 +166,10 @@ class Validator:
             arguments, null_repairs = checker.check(parsed)
         except ArgumentsError as exc:
             problem = f"invalid call to {tool.name}: {exc}"
+        except Exception as exc:
+            # The tool's schema failed, not the call (a $ref that does not resolve,
+            # say): the call is refused with the reason and the run goes on.
+            problem = _unusable(tool, "its parameter schema cannot check the arguments", exc)
         else:
             try:
                 kwargs = tool.convert_arguments(arguments)
@@ -173,6 +178,8 @@ class Validator:
                     f"argument '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
                     for err in exc.errors(include_url=False)
                 )
+            except Exception as exc:
+                problem = _unusable(tool, "its arguments cannot be converted to its types", exc)
             else:
                 return Prepared(call_id, tool, arguments, kwargs, repairs + null_repairs)
         return self.reject(
@@ -190,3 +197,16 @@ class Validator:
         names = self.tools.names
         listed = ", ".join(names[:30]) + (f" and {len(names) - 30} more" if len(names) > 30 else "")
         return f"{head}. Available tools: {listed}" if names else f"{head}. No tools are available."
+
+
+def _unusable(tool: Tool, what: str, exc: Exception) -> str:
+    """The refusal of a call that failed in the tool's own checking, not in its arguments."""
+    if isinstance(exc, Unresolvable):  # its message quotes the whole schema
+        return (
+            f"{tool.name} cannot be called: its schema has a $ref that does not resolve "
+            f"within it, {exc.ref!r} (references are never fetched)"
+        )
+    reason = f"{type(exc).__name__}: {exc}"
+    if len(reason) > _RAW_KEEP:
+        reason = reason[:_RAW_KEEP] + "..."
+    return f"{tool.name} cannot be called: {what} ({reason})"

@@ -109,3 +109,63 @@ def test_run_needs_some_tools() -> None:
     proc = tooluse("run", "task", "--model", "scripted:examples/hotel.jsonl")
     assert proc.returncode == 2
     assert "--tools MODULE:ATTR, --mcp CMD|URL, or both" in proc.stderr
+
+
+ODD = shlex.join([sys.executable, str(Path(MISBEHAVING).with_name("odd_servers.py"))])
+
+
+def echo_model(tmp_path: Path, name: str = "echo") -> str:
+    replies = [
+        {
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": name, "arguments": '{"text": "hello"}'},
+                }
+            ]
+        },
+        {"content": "done"},
+    ]
+    script = tmp_path / "model.jsonl"
+    script.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    return f"scripted:{script}"
+
+
+def test_a_banner_on_stdout_is_one_warning_line_quoting_it_and_the_run_works(
+    tmp_path: Path,
+) -> None:
+    model = echo_model(tmp_path)
+    proc = tooluse("run", "task", "--mcp", f"{ODD} banner", "--model", model, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [c["result"] for c in json.loads(proc.stdout)["calls"]] == ["hello"]
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("warning: the MCP server `")
+    assert "odd_servers.py banner` wrote a line to stdout that is not JSON-RPC" in line
+    assert "'Odd MCP server 1.0 starting, press Ctrl-C to stop'" in line
+
+
+def test_text_on_stdout_during_a_call_is_one_warning_line_and_the_call_works(
+    tmp_path: Path,
+) -> None:
+    model = echo_model(tmp_path, "chat")
+    proc = tooluse("run", "task", "--mcp", f"{ODD} banner", "--model", model, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [c["result"] for c in json.loads(proc.stdout)["calls"]] == ["hello"]
+    # Once per connection: the banner is quoted, the later line is not another warning.
+    (line,) = proc.stderr.splitlines()
+    assert "'Odd MCP server 1.0 starting, press Ctrl-C to stop'" in line
+
+
+def test_a_server_that_writes_garbage_and_exits_is_one_error_line_quoting_it(
+    tmp_path: Path,
+) -> None:
+    model = echo_model(tmp_path)
+    proc = tooluse("run", "task", "--mcp", f"{ODD} garbage", "--model", model, "--json")
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: the MCP server `") and "odd_servers.py garbage`" in line
+    assert "does not speak MCP: it wrote a line to stdout that is not JSON-RPC: " in line
+    assert "'Usage: odd-server [--port N]', and ended before the handshake" in line
+    assert "closed the connection" not in line
+    assert line.endswith("its stderr ends: odd-server: giving up")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import shlex
 import sys
@@ -93,14 +94,27 @@ def load_toolbox(target: str) -> Toolbox:
     raise UsageError(f"{target} is a {type(value).__name__}, not a toolbox, tool or list of tools")
 
 
+class _WarningLine(logging.Handler):
+    """A library's logged warning, as one of the command's own warning lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(f"[yellow]warning:[/] {escape(record.getMessage())}", soft_wrap=True)
+
+
 def open_servers(ctx: typer.Context, servers: list[str]) -> list[MCPClient]:
     """Open each ``--mcp`` server (a URL, or a command) until the command ends.
 
-    Tools a server lists but that cannot be used are warned of.
+    Tools a server lists but that cannot be used are warned of, and so is what a
+    server says of itself (on the ``tooluse.mcp`` logger), such as text on its stdout.
     """
     if not servers:
         return []
     from ..mcp import MCPClient  # the mcp extra, needed only here
+
+    said = logging.getLogger("tooluse.mcp")
+    if not any(isinstance(h, _WarningLine) for h in said.handlers):
+        said.addHandler(_WarningLine(logging.WARNING))
+        said.propagate = False  # said here, once
 
     clients = []
     for server in servers:

@@ -367,6 +367,10 @@ def _check_literals(tool: Tool, arguments: Mapping[str, ast.expr], *, name: str,
         ArgumentChecker(tool.parameters).check(literal)
     except ArgumentsError as exc:
         raise PlanError(f"invalid call to {tool.name}: {exc}", line, name) from None
+    except Exception:
+        # The tool's own schema fails (a $ref that does not resolve, say): the step's
+        # call is refused when it runs, and recorded with the reason, like any call.
+        return
 
 
 _ALLOWED_NODES = (

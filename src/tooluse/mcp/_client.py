@@ -11,12 +11,20 @@ the second. A call is never sent twice: one that was under way when the
 connection broke fails with the reason. The one exception never ran: a call an
 HTTP server refused because it no longer knows the session (it restarted) is sent
 once more in a new session, as the protocol asks.
+
+A stdio server may write only MCP messages to stdout. A line that is not one (a
+banner, a usage text) is skipped, and said once per connection in one line on the
+``tooluse.mcp`` logger, quoting it; if the handshake then fails, the start error
+quotes it instead. The SDK's own report of it, a traceback per line, is silenced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import json
+import logging
 import os
 import re
 import shlex
@@ -31,6 +39,7 @@ from typing import IO, Any, Self, TypeVar
 
 import httpx2
 import mcp_types as types
+import pydantic
 from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.stdio import stdio_client
@@ -54,6 +63,31 @@ _CONNECT_TIMEOUT_S = 30.0
 # then SIGKILL, about 6 s at worst); this bounds waiting for it from another thread.
 _CLOSE_WAIT_S = 15.0
 _STDERR_TAIL_BYTES = 1_500
+_QUOTE_CHARS = 200
+
+logger = logging.getLogger("tooluse.mcp")
+
+# The connection whose transport the current task serves: the SDK's tasks that read
+# a server's stdout inherit it from the task that opened the connection.
+_SERVING: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar(
+    "tooluse_mcp_serving", default=None
+)
+
+
+class _QuietStrayLines(logging.Filter):
+    """Drops the SDK's traceback for a stdout line that is not JSON-RPC, on our connections.
+
+    The line reaches the session too, where the connection notes it and says so
+    in one line; the SDK's report is a traceback of many for each such line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _SERVING.get() is None or record.exc_info is None:
+            return True
+        return not isinstance(record.exc_info[1], ValueError)
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietStrayLines())
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -63,24 +97,49 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-class _Watched:
-    """The transport's read stream, telling the connection when the server side ended."""
+def _quoted(exc: ValueError) -> str:
+    """The line a parse error is about, quoted (cut if long), from what pydantic kept of it."""
+    errors = exc.errors(include_url=False) if isinstance(exc, pydantic.ValidationError) else []
+    if errors and errors[0]["type"] == "json_invalid" and isinstance(errors[0]["input"], str):
+        line = errors[0]["input"]  # text that is not JSON, as it was
+    else:
+        # JSON that is not a message: its value as a whole, which the error of a
+        # missing field or of the wrong kind of value holds.
+        whole = [e["input"] for e in errors if e["type"] == "missing" or len(e["loc"]) <= 1]
+        line = (
+            json.dumps(whole[0], ensure_ascii=False, default=str)
+            if whole
+            else str(exc).partition("\n")[0]
+        )
+    if len(line) > _QUOTE_CHARS:
+        line = line[:_QUOTE_CHARS] + "..."
+    return repr(line)
 
-    def __init__(self, inner: Any, on_end: Any) -> None:
+
+class _Watched:
+    """The transport's read stream, telling the connection when the server side ended,
+    and what it sent that is not a message."""
+
+    def __init__(self, inner: Any, connection: _Connection) -> None:
         self._inner = inner
-        self._on_end = on_end
+        self._connection = connection
 
     @property
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
+    def _seen(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        if isinstance(item, ValueError):
+            self._connection.note_stray(item)
+        return item
+
     async def receive(self) -> SessionMessage | Exception:
         try:
             item: SessionMessage | Exception = await self._inner.receive()
         except BaseException:
-            self._on_end()
+            self._connection.mark_lost()
             raise
-        return item
+        return self._seen(item)
 
     def __aiter__(self) -> Self:
         return self
@@ -89,12 +148,12 @@ class _Watched:
         try:
             item: SessionMessage | Exception = await self._inner.__anext__()
         except BaseException:
-            self._on_end()
+            self._connection.mark_lost()
             raise
-        return item
+        return self._seen(item)
 
     async def aclose(self) -> None:
-        self._on_end()
+        self._connection.mark_lost()
         await self._inner.aclose()
 
     async def __aenter__(self) -> Self:
@@ -137,26 +196,50 @@ async def _http(url: str, watch: _SessionWatch) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def _watched(transport: Transport, on_end: Any) -> AsyncIterator[Any]:
+async def _watched(transport: Transport, connection: _Connection) -> AsyncIterator[Any]:
     async with transport as (read, write):
-        yield _Watched(read, on_end), write
+        yield _Watched(read, connection), write
 
 
 class _Connection:
     """One session with the server, held open by a task on the client's loop."""
 
-    def __init__(self, transport: Transport, session: _SessionWatch) -> None:
-        self.client = Client(_watched(transport, self.mark_lost))
+    def __init__(
+        self, transport: Transport, session: _SessionWatch, label: str, *, stdio: bool
+    ) -> None:
+        self.client = Client(_watched(transport, self))
         self.session = session
+        self.label = label
+        self.stdio = stdio
         self.lost = False
         self.tools: list[types.Tool] = []
         self.server_name = ""
+        #: The first thing the server sent that is not a JSON-RPC message, quoted.
+        self.stray: str | None = None
+        self._opened = False
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
 
     def mark_lost(self) -> None:
         self.lost = True
+
+    def note_stray(self, exc: ValueError) -> None:
+        if self.stray is not None:
+            return  # said once per connection
+        self.stray = _quoted(exc)
+        if self._opened:
+            self._warn_stray()
+        # Before the handshake ends, it is said by open() or by the start error.
+
+    def stray_said(self) -> str:
+        """What the server sent that is not a message, said for an error or a warning."""
+        if self.stdio:
+            return f"wrote a line to stdout that is not JSON-RPC: {self.stray}"
+        return f"sent a message that is not JSON-RPC: {self.stray}"
+
+    def _warn_stray(self) -> None:
+        logger.warning("the MCP server %s %s; it was skipped", self.label, self.stray_said())
 
     async def open(self, timeout: float) -> None:
         ready = self._ready = asyncio.get_running_loop().create_future()
@@ -169,6 +252,9 @@ class _Connection:
             raise
         info = self.client.server_info
         self.server_name = info.name if info is not None else ""
+        self._opened = True
+        if self.stray is not None:
+            self._warn_stray()  # a banner, say: the server works regardless
 
     async def _list_tools(self) -> list[types.Tool]:
         tools: list[types.Tool] = []
@@ -182,7 +268,9 @@ class _Connection:
         return tools
 
     async def _hold(self, ready: asyncio.Future[None]) -> None:
-        # The SDK's context must be left by the task that entered it.
+        # The SDK's context must be left by the task that entered it. Its tasks
+        # inherit _SERVING, which silences its report of a stray line.
+        _SERVING.set(self)
         try:
             async with self.client:
                 ready.set_result(None)
@@ -291,28 +379,41 @@ class _Runtime:
             if current is not None:
                 await current.close()
             session = _SessionWatch()
-            connection = _Connection(self.transport(session), session)
+            connection = _Connection(
+                self.transport(session),
+                session,
+                self.label,
+                stdio=not isinstance(self.target, str),
+            )
             try:
                 await connection.open(self.connect_timeout)
             except TimeoutError:
-                raise MCPStartError(
-                    f"the MCP server {self.label} did not answer the handshake within "
-                    f"{self.connect_timeout:g} s{self.stderr_tail()}"
-                ) from None
+                raise self.start_error(None, connection) from None
             except Exception as exc:
-                raise self.start_error(_leaf(exc)) from exc
+                raise self.start_error(_leaf(exc), connection) from exc
             self.connection = connection
             return connection
 
-    def start_error(self, exc: BaseException) -> MCPStartError:
-        if isinstance(exc, OSError) and not isinstance(self.target, str):
-            reason = f"did not start: cannot run it: {exc.strerror or exc}"
+    def start_error(self, exc: BaseException | None, connection: _Connection) -> MCPStartError:
+        """Why the connection did not open; `exc` None: the handshake timed out."""
+        stray = connection.stray_said() if connection.stray is not None else None
+        if exc is None:
+            reason = f"did not answer the handshake within {self.connect_timeout:g} s"
         elif isinstance(exc, ProtocolError) and exc.code == CONNECTION_CLOSED:
-            reason = "closed the connection before the handshake ended"
+            reason = (
+                "ended before the handshake"
+                if stray
+                else "closed the connection before the handshake ended"
+            )
+        elif isinstance(exc, OSError) and not isinstance(self.target, str):
+            reason = f"did not start: cannot run it: {exc.strerror or exc}"
         elif isinstance(self.target, str):
             reason = f"cannot be reached: {type(exc).__name__}: {exc}"
         else:
             reason = f"did not start: {type(exc).__name__}: {exc}"
+        if stray is not None:
+            # What the server sent instead of messages says more than how it ended.
+            reason = f"does not speak MCP: it {stray}, and {reason}"
         return MCPStartError(f"the MCP server {self.label} {reason}{self.stderr_tail()}")
 
     def lost_error(self, what: str, exc: BaseException | None = None) -> MCPConnectionError:
@@ -346,10 +447,20 @@ class _Runtime:
             else:
                 outcome.set_result(task.result())
 
+        def done(task: asyncio.Task[_T]) -> None:
+            # The caller's loop may close before `settle` runs there, or be closed
+            # already: its run ended while this call, given up on at its timeout, was
+            # still being cancelled here. Nobody waits for the outcome then, and its
+            # error, taken here, is not reported as never retrieved.
+            if not task.cancelled():
+                task.exception()
+            with suppress(RuntimeError):  # the caller's loop is closed
+                caller.call_soon_threadsafe(settle, task)
+
         def start() -> None:
             task = self.loop.create_task(coro)
             started.append(task)
-            task.add_done_callback(lambda t: caller.call_soon_threadsafe(settle, t))
+            task.add_done_callback(done)
 
         def cancel() -> None:
             started[0].cancel()  # `start` ran before: the client's loop runs them in order

@@ -4,7 +4,9 @@ A listed tool becomes a raw-schema `Tool`: its ``inputSchema`` as the parameters
 (the dispatcher validates calls against it), its ``outputSchema`` as the return
 schema (the stub module writes it as a ``TypedDict``), and its annotations kept
 for the policies that decide on side effects. A tool whose schema is not a JSON
-Schema is refused with the reason, and the others still load.
+Schema, or holds a ``$ref`` that does not resolve within it (a reference is never
+fetched: see `unresolved_reference`), is refused with the reason, and the others
+still load.
 
 The annotations decide what a `Tool` says of itself, unless the client is told
 otherwise (they are the server's claims, and a server may be wrong about itself):
@@ -27,6 +29,7 @@ import mcp_types as types
 
 from .._exceptions import ModelRetry, ToolDefinitionError
 from ..tools import Caller, Tool, Trust
+from ..tools._validate import unresolved_reference
 
 __all__ = ["build_tool", "result_value"]
 
@@ -44,6 +47,13 @@ def _schema_problem(schema: Any, which: str) -> str | None:
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the top level"
         return f"its {which} is not a valid JSON Schema: {exc.message} (at {where})"
+    try:
+        unresolved = unresolved_reference(schema)
+    except Exception as exc:  # the server's schema, however odd, refuses one tool only
+        return f"its {which}'s references cannot be checked: {type(exc).__name__}: {exc}"
+    if unresolved is not None:
+        reference, why = unresolved
+        return f"its {which} has a reference that cannot be used, {reference!r}: {why}"
     return None
 
 

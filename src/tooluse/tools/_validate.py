@@ -4,6 +4,12 @@
 applying only repairs whose intent is unambiguous and naming each one.
 `ArgumentChecker` validates the object against the tool's schema and words
 every problem so the model can fix it in one more round.
+
+A schema's ``$ref``s resolve within the schema itself (and the JSON Schema
+meta-schemas, which ship with the validator): a reference to anything else is
+never fetched, since a tool's schema may come from a server nobody vetted and
+fetching would let it make the host send requests. `unresolved_reference` finds
+the first one that does not resolve, so that a tool can be refused before use.
 """
 
 from __future__ import annotations
@@ -14,19 +20,35 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import jsonschema_rs
+import referencing.jsonschema
 from jsonschema.exceptions import ValidationError
+from jsonschema_specifications import REGISTRY as _SHIPPED  # type: ignore[import-untyped]
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
 
 from .._exceptions import InvalidCallError
 from ._schema import JsonSchema
 
-__all__ = ["ArgumentChecker", "ArgumentsError", "ParsedArguments", "parse_arguments"]
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # not exported by the package, only typed
+
+__all__ = [
+    "ArgumentChecker",
+    "ArgumentsError",
+    "ParsedArguments",
+    "parse_arguments",
+    "unresolved_reference",
+]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _SNIPPET = 30
+# The JSON Schema meta-schemas, which ship with jsonschema: all that a schema's
+# references may reach outside the schema itself. It fetches nothing.
+META_SCHEMAS: Registry[Any] = _SHIPPED
 # No tool's arguments need more; deeper values would exhaust Python's recursion
 # limit somewhere between here and the trace, ending the whole run.
 _MAX_DEPTH = 64
@@ -270,21 +292,69 @@ def _describe(error: ValidationError) -> list[str]:
     return [f"{arg}: {error.message}"]
 
 
+def unresolved_reference(schema: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first reference of `schema` that cannot be used, and why; None if all can.
+
+    A ``$ref`` (or ``$dynamicRef``) resolves to a part of the schema (by JSON
+    pointer, ``$id`` or anchor) or to a meta-schema; nothing is fetched. One that
+    resolves to a value that is not a schema (a pointer into a ``default``, say)
+    cannot be used, nor can an ``$id`` that is not a URI. Values that are data,
+    such as a ``const`` or an ``example``, are not searched.
+    """
+    dialect = schema.get("$schema")
+    specification = referencing.jsonschema.specification_with(
+        dialect if isinstance(dialect, str) else "", default=referencing.jsonschema.DRAFT202012
+    )
+    root = specification.create_resource(dict(schema))
+    base = root.id() or ""
+    resolver = META_SCHEMAS.with_resource(base, root).resolver(base_uri=base)
+    # A stack, not recursion: a deeply nested schema cannot exhaust Python's stack.
+    pending: list[tuple[Resource[Any], Resolver[Any]]] = [(root, resolver)]
+    while pending:
+        resource, scope = pending.pop()
+        contents = resource.contents
+        if isinstance(contents, Mapping):
+            for keyword in ("$ref", "$dynamicRef"):
+                reference = contents.get(keyword)
+                if not isinstance(reference, str):
+                    continue
+                try:
+                    target = scope.lookup(reference).contents
+                except Unresolvable:
+                    why = "it does not resolve within the schema, and references are never fetched"
+                    return reference, why
+                except ValueError as exc:  # it, or an $id it is relative to, is not a URI
+                    return reference, f"it cannot be read as a URI: {exc}"
+                if not isinstance(target, Mapping | bool):
+                    return (
+                        reference,
+                        f"it points at {_type_name(target)} {_short(target)}, not a schema",
+                    )
+        for sub in resource.subresources():
+            try:
+                pending.append((sub, scope.in_subresource(sub)))
+            except ValueError as exc:
+                return str(sub.id()), f"it is an $id that cannot be read as a URI: {exc}"
+    return None
+
+
 class ArgumentChecker:
     """Validates arguments against one tool's parameter schema."""
 
     def __init__(self, parameters: JsonSchema) -> None:
         schema = _closed(parameters)
         # The Rust validator answers "valid?" in about a microsecond; the
-        # Python one is only asked, on failure, to word the problems.
+        # Python one is only asked, on failure, to word the problems. Neither may
+        # fetch a reference (see the module's docstring): offline, and a registry
+        # holding only the meta-schemas.
         try:
-            self._fast: Any = jsonschema_rs.validator_for(schema)
+            self._fast: Any = jsonschema_rs.validator_for(schema, offline=True)
         except Exception:  # a schema it cannot compile: the Python validator decides alone
             self._fast = None
         validator_cls = jsonschema.validators.validator_for(
             schema, default=jsonschema.Draft202012Validator
         )
-        self._validator = validator_cls(schema)
+        self._validator = validator_cls(schema, registry=META_SCHEMAS)
         properties = parameters.get("properties", {})
         self._nullable_optional = {
             name for name in properties if name not in parameters.get("required", ())
