@@ -233,6 +233,8 @@ EXHAUSTING = {
     "string doubling": doubling("a['sku'] * 1000", 30),
     "sum of lists": "p = a['price']\nc = sum([[p] * 100000] * 5000, [])",
     "copies in a comprehension": 'b = "x" * 100000\nc = [b + b for i in range(50000)]',
+    # Not long to compute, but more digits than Python writes out: the report could not be.
+    "a number too long to write": "b = (10 ** 1000) ** 4 * 10 ** 300",
 }
 
 
@@ -294,6 +296,8 @@ HOSTILE_ENV = {
         "2 ** 100000",
         "(10 ** 1000) ** 1000",
         "(10 ** 3000) * (10 ** 3000)",
+        "10 ** 4300",
+        "int('9' * 4300) + 1",
         "b'x' * 10 ** 9",
         "[0] * 10 ** 9",
         "(0,) * 10 ** 9",
@@ -343,6 +347,7 @@ def test_every_way_to_exhaust_the_host_is_refused_by_a_limit(expression: str) ->
     [
         ("2 ** 100", 2**100),
         ("10 ** 4000 // 10 ** 3999", 10),
+        ("len(str(10 ** 4299))", 4_300),
         ("f'{n:>5}|{f:.2f}|{n:,}|{s[:3]!r}'", "    7|1.50|7|'xxx'"),
         ("'%05d %.1f %s' % (n, f, 'ok')", "00007 1.5 ok"),
         ("'%(a)s-%(a)s' % {'a': n}", "7-7"),

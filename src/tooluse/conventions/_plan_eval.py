@@ -79,6 +79,8 @@ VALUE_LIMIT = 8_000_000
 #: Digits a whole number may have: as many as Python writes out by default.
 INT_DIGITS_LIMIT = 4_300
 _INT_BITS_LIMIT = math.ceil(INT_DIGITS_LIMIT * math.log2(10))
+# Bits say roughly how many digits: a result is checked against this once made.
+_INT_CEILING = 10**INT_DIGITS_LIMIT
 #: Characters of an expression quoted in a message.
 _QUOTED = 120
 #: Characters a number takes formatted, beyond its width and precision (a float
@@ -343,12 +345,22 @@ class _Evaluator:
 
     def int_fits(self, node: ast.AST, bits: float) -> None:
         if bits > _INT_BITS_LIMIT:
-            digits = int(bits * math.log10(2)) + 1 if bits < 1e18 else None
-            about = f"about {digits:,}" if digits is not None else "more than 10**17"
+            if bits == math.inf:
+                about = f"more than {INT_DIGITS_LIMIT:,}"
+            elif bits < 1e18:
+                about = f"about {int(bits * math.log10(2)) + 1:,}"
+            else:
+                about = "more than 10**17"
             raise PlanEvaluationError(
                 f"{_text(node)}: the result would be too large: {about} digits, over the limit of "
                 f"{INT_DIGITS_LIMIT:,} digits for a whole number in a plan{_HINT}"
             )
+
+    def whole(self, value: Any, node: ast.AST) -> Any:
+        """`value`, unless it is a whole number with more digits than a plan may write out."""
+        if isinstance(value, int) and not -_INT_CEILING < value < _INT_CEILING:
+            self.int_fits(node, math.inf)
+        return value
 
     def held(self, values: Sequence[Any]) -> int:
         """Bytes the values take, each with what it holds."""
@@ -563,7 +575,7 @@ class _Evaluator:
         op = node.op
         if isinstance(left, _NUMBERS) and isinstance(right, _NUMBERS):
             self.arithmetic(op, left, right, node)
-            return operation(left, right)
+            return self.whole(operation(left, right), node)
         if isinstance(op, ast.Add) and isinstance(left, _SEQUENCES) and type(left) is type(right):
             return self.joined(left, right, node)
         if isinstance(op, ast.Mult):
@@ -828,7 +840,8 @@ def _call_number(ev: _Evaluator, node: ast.Call, args: list[Any], kwargs: dict[s
         per_digit = math.log2(base) if isinstance(base, int) and base > 1 else 4
         ev.int_fits(node, len(first) * per_digit)
         ev.budget.do((len(first) // 8 + 1) ** 2)
-    elif name == "round" and isinstance(first, int):
+        return ev.whole(function(*args, **kwargs), node)
+    if name == "round" and isinstance(first, int):
         digits = args[1] if len(args) > 1 else kwargs.get("ndigits")
         if isinstance(digits, int) and digits < 0:
             # Rounding to -n digits computes 10 ** n.
@@ -838,7 +851,7 @@ def _call_number(ev: _Evaluator, node: ast.Call, args: list[Any], kwargs: dict[s
         ev.budget.do(len(first) // _SLOT + 1)
     elif isinstance(first, int):
         ev.budget.do(first.bit_length() // 30 + 1)
-    return function(*args, **kwargs)
+    return ev.whole(function(*args, **kwargs), node)
 
 
 def _call_scan(ev: _Evaluator, node: ast.Call, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -915,7 +928,7 @@ def _call_sum(ev: _Evaluator, node: ast.Call, args: list[Any], kwargs: dict[str,
     if isinstance(start, _NUMBERS) and all(isinstance(i, _NUMBERS) for i in items):
         bits = max((abs(i).bit_length() for i in items if isinstance(i, int)), default=0)
         ev.budget.do(count * (bits // 30 + 1))
-        return sum(items, start)
+        return ev.whole(sum(items, start), node)
     if isinstance(start, str | bytes):
         raise PlanEvaluationError(f"{_text(node)}: sum() cannot add strings; use f-strings")
     # Lists or tuples: each addition is checked like a `+`, as each makes a new value.
