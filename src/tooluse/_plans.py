@@ -226,7 +226,7 @@ def _argument_sets(
     """The arguments of each call `step` makes; `_TooManyCalls` past `most` calls."""
     if step.kind == "call":
         if most < 1:
-            raise _TooManyCalls("1 more")
+            raise _TooManyCalls("1")
         return [_arguments(step, values, spending)]
     assert step.source is not None and step.variable is not None
     source = evaluate(step.source, values, spending)

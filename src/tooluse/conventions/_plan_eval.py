@@ -730,7 +730,8 @@ class _Evaluator:
     # --- calls --------------------------------------------------------------------------
 
     def call(self, node: ast.Call) -> Any:
-        assert isinstance(node.func, ast.Name)
+        if not isinstance(node.func, ast.Name):
+            raise PlanEvaluationError(f"{_text(node.func)} cannot be called in a plan")
         name = node.func.id
         args = [self.eval(a) for a in node.args]
         kwargs: dict[str, Any] = {}
@@ -743,7 +744,12 @@ class _Evaluator:
                 raise PlanEvaluationError(
                     f"{_text(node)}: a plan cannot pass a {type(value).__name__} to {name}"
                 )
-        return _CALLS[name](self, node, args, kwargs)
+        call = _CALLS.get(name)
+        if call is None:
+            raise PlanEvaluationError(
+                f"there is no function {name!r}; a plan calls {', '.join(ALLOWED_FUNCTIONS)}"
+            )
+        return call(self, node, args, kwargs)
 
     def iterated(self, value: Any, node: ast.AST) -> int:
         """How many items a builtin would loop over in `value`."""
