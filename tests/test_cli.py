@@ -164,6 +164,31 @@ def test_a_tools_module_that_fails_to_import_is_one_error_line(
     assert_one_error_line(proc, expected)
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["mcp", "serve", "srvtools"], "error: TARGET takes MODULE:ATTR, e.g. "),
+        (["mcp", "serve", "srvtools:"], "error: TARGET takes MODULE:ATTR, e.g. "),
+        (["tools", "show", "srvtools"], "error: TARGET takes MODULE:ATTR, e.g. "),
+        (["tools", "lint", "srvtools"], "error: TARGET takes MODULE:ATTR, e.g. "),
+        (["tools", "show"], "error: give the tools: TARGET as MODULE:ATTR, --mcp CMD|URL, or both"),
+        (["tools", "lint"], "error: give the tools: TARGET as MODULE:ATTR, --mcp CMD|URL, or both"),
+        (["run", "x", "--tools", "srvtools", "--model", "scripted:x"], "error: --tools takes "),
+        (
+            ["run", "x", "--model", "scripted:x"],
+            "error: give the tools: --tools MODULE:ATTR, --mcp",
+        ),
+    ],
+)
+def test_a_toolbox_given_wrongly_is_named_as_the_command_takes_it(
+    args: list[str], expected: str
+) -> None:
+    proc = tooluse(*args)
+    assert_one_error_line(proc, expected)
+    # Only `run` has a --tools option; the others take the toolbox as their argument.
+    assert ("--tools" in proc.stderr) == (args[0] == "run")
+
+
 @pytest.mark.parametrize("command", [["run"], ["tools", "show"], ["sim", "buffer"], ["bench"]])
 def test_flags_show_no_value_type(command: list[str]) -> None:
     proc = tooluse(*command, "--help")

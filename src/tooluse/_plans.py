@@ -20,6 +20,7 @@ from ._approval import ApprovalRequest
 from ._messages import ToolCall
 from ._records import CallRecord, Outcome, RejectedCall, render_result
 from .conventions._plan import PlanEvaluationError, PlanProgram, PlanStep, evaluate
+from .conventions._plan_eval import Budget
 
 __all__ = ["PlanRun", "StepResult", "call_key", "run_plan"]
 
@@ -122,6 +123,8 @@ def run_plan(
     values: dict[str, Any] = {}
     waiting = list(program.steps)
     budget = MAX_PLAN_CALLS
+    # One budget for all the plan's expressions: its limits bound the plan, not each one.
+    spending = Budget()
     while waiting:
         wave = _Wave()
         items: dict[str, list[Any]] = {}
@@ -141,20 +144,20 @@ def run_plan(
             if step.kind == "value":
                 assert step.source is not None
                 try:
-                    values[step.name] = state.value = evaluate(step.source, values)
+                    values[step.name] = state.value = evaluate(step.source, values, spending)
                     state.status = "done"
                 except PlanEvaluationError as exc:
                     state.status, state.error = "failed", str(exc)
                 continue
             try:
-                argument_sets = _argument_sets(step, values)
+                argument_sets = _argument_sets(step, values, spending, most=budget)
             except PlanEvaluationError as exc:
                 state.status, state.error = "failed", str(exc)
                 continue
-            if len(argument_sets) > budget:
+            except _TooManyCalls as exc:
                 state.status = "failed"
                 state.error = (
-                    f"it would make {len(argument_sets):,} calls and a plan makes at most "
+                    f"it would make {exc.count} calls and a plan makes at most "
                     f"{MAX_PLAN_CALLS:,} in all"
                 )
                 continue
@@ -209,11 +212,24 @@ def _dead(step: StepResult) -> bool:
     return step.status == "failed" or (step.status == "not run" and step.error is not None)
 
 
-def _argument_sets(step: PlanStep, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+class _TooManyCalls(Exception):
+    """A map step would make more calls than the plan has left; `count` says how many."""
+
+    def __init__(self, count: str) -> None:
+        super().__init__(count)
+        self.count = count
+
+
+def _argument_sets(
+    step: PlanStep, values: Mapping[str, Any], spending: Budget, *, most: int
+) -> list[dict[str, Any]]:
+    """The arguments of each call `step` makes; `_TooManyCalls` past `most` calls."""
     if step.kind == "call":
-        return [_arguments(step, values)]
+        if most < 1:
+            raise _TooManyCalls("1")
+        return [_arguments(step, values, spending)]
     assert step.source is not None and step.variable is not None
-    source = evaluate(step.source, values)
+    source = evaluate(step.source, values, spending)
     if isinstance(source, Mapping):
         source = list(source)
     if not isinstance(source, list | tuple | set):
@@ -221,20 +237,25 @@ def _argument_sets(step: PlanStep, values: Mapping[str, Any]) -> list[dict[str, 
             f"cannot call {step.tool} for each item of {step.text.split('for', 1)[-1].strip()}: "
             f"it is not a list but {render_result(source)[:80]!r}"
         )
-    sets = []
+    # Known before any argument is worked out, unless a condition may leave items out.
+    if step.condition is None and len(source) > most:
+        raise _TooManyCalls(f"{len(source):,}")
+    sets: list[dict[str, Any]] = []
     for item in source:
         scope = {**values, step.variable: item}
-        if step.condition is not None and not evaluate(step.condition, scope):
+        if step.condition is not None and not evaluate(step.condition, scope, spending):
             continue
-        sets.append(_arguments(step, scope))
+        if len(sets) == most:
+            raise _TooManyCalls(f"more than {most:,}")
+        sets.append(_arguments(step, scope, spending))
     return sets
 
 
-def _arguments(step: PlanStep, scope: Mapping[str, Any]) -> dict[str, Any]:
+def _arguments(step: PlanStep, scope: Mapping[str, Any], spending: Budget) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, expression in step.arguments:
         try:
-            out[name] = evaluate(expression, scope)
+            out[name] = evaluate(expression, scope, spending)
         except PlanEvaluationError as exc:
             raise PlanEvaluationError(f"argument '{name}': {exc}") from None
     return out

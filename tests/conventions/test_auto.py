@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tooluse import Agent, Expect, Toolbox, tool
+from tooluse import Agent, Expect, Toolbox, UsageError, tool
 from tooluse.cli import app
 from tooluse.conventions import AutoConvention, Profile
 from tooluse.conventions._auto import ORACLE_PROFILE, Line, choose, task_shape
@@ -118,3 +118,82 @@ def test_the_oracle_on_auto_is_right_and_as_cheap_as_the_cheapest(tmp_path: Path
             continue
         cheapest = min(tokens[(category, width, c)] or 0 for c in ("json", "code", "plan"))
         assert auto is not None and auto <= 1.05 * cheapest, (category, width)
+
+
+GOOD_LINES = {"json": [171.1, 27.15], "code": [448.7, 17.16], "plan": [423.7, 17.16]}
+
+
+def run_auto(profile: Any) -> None:
+    """An agent on auto with `profile`, run to the end."""
+    with Agent(
+        ScriptedModel([{"content": "done"}]),
+        stock_tools(),
+        convention=AutoConvention(profile=profile),
+    ) as agent:
+        agent.run("Total stock of SKU-1?")
+
+
+@pytest.mark.parametrize(
+    ("profile", "words"),
+    [
+        ({"lines": []}, "lines must map each shape (listed, discovered)"),
+        ({"lines": []}, "has no 'model'"),
+        ({"model": "m", "lines": {}}, "lines is empty"),
+        ({"model": "m", "lines": {"listd": GOOD_LINES}}, "unknown shape 'listd'"),
+        ({"model": "m", "lines": {"listed": [1, 2]}}, "lines['listed'] must map each convention"),
+        ({"model": "m", "lines": {"listed": {"jsn": [1, 2]}}}, "unknown convention 'jsn'"),
+        ({"model": "m", "lines": {"listed": {"json": [1]}}}, "lines['listed']['json'] must be"),
+        ({"model": "m", "lines": {"listed": {"json": ["a", 2]}}}, "two finite numbers"),
+        (
+            {"model": "m", "lines": {"listed": {"json": [1, 2]}, "discovered": {"code": [1, 2]}}},
+            "no convention has lines for every shape",
+        ),
+        (
+            {"model": "m", "lines": {"listed": GOOD_LINES}, "accuracy": {"json": "high"}},
+            "accuracy['json'] must be a number from 0 to 1",
+        ),
+        ({"model": "m", "lines": {"listed": GOOD_LINES}, "accuracy": [1.0]}, "accuracy must map"),
+        ([["json", 1, 2]], "a Profile or its dict form, not a list"),
+    ],
+)
+def test_a_profile_of_the_wrong_shape_is_a_usage_error_that_says_what_is_wrong(
+    profile: Any, words: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        run_auto(profile)
+    assert words in str(caught.value)
+
+
+def test_a_profile_object_of_the_wrong_shape_is_refused_when_it_is_made() -> None:
+    with pytest.raises(UsageError, match=r"lines must map each shape"):
+        Profile("m", [])  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"lines\['listed'\]\['json'\] must be a line"):
+        Profile("m", {"listed": {"json": (1.0, 2.0)}})  # type: ignore[dict-item]
+    with pytest.raises(UsageError, match="a Profile or its dict form"):
+        AutoConvention(profile="oracle")  # type: ignore[arg-type]
+    # Its dict form, as `tooluse bench costmodel` stores it, is read.
+    assert AutoConvention(profile=ORACLE_PROFILE.to_dict()).profile == ORACLE_PROFILE
+
+
+@pytest.mark.parametrize(
+    ("stored", "words"),
+    [
+        ('{"model": "scripted", "lines": []}', "lines must map each shape"),
+        ('{"lines": []}', "has no 'model'"),
+        ("{not json", "is not JSON"),
+        ('[["json", 1, 2]]', "it must be a JSON object"),
+    ],
+)
+def test_a_stored_profile_of_the_wrong_shape_names_the_file_and_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored: str, words: str
+) -> None:
+    monkeypatch.setenv("TOOLUSE_PROFILES", str(tmp_path))
+    (tmp_path / "scripted.json").write_text(stored)
+    with (
+        Agent(ScriptedModel([{"content": "done"}]), stock_tools(), convention="auto") as agent,
+        pytest.raises(UsageError) as caught,
+    ):
+        agent.run("Total stock of SKU-1?")
+    message = str(caught.value)
+    assert str(tmp_path / "scripted.json") in message and words in message
+    assert "tooluse bench costmodel" in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import pytest
 
 from tooluse import Agent, Approval, Toolbox, tool
-from tooluse.conventions import PlanConvention, PlanError, parse_plan
+from tooluse.conventions import PlanConvention, PlanError, PlanEvaluationError, parse_plan
+from tooluse.conventions._plan_eval import evaluate
 from tooluse.eval import Bench, BenchConfig, SuiteOptions
 from tooluse.models import ScriptedModel
 
@@ -207,6 +209,180 @@ def test_hostile_expressions_fail_with_a_message_not_a_hung_host(agents: list[Ag
     result = run(agents, shop.toolbox(), [fenced(plan), {"content": "no"}])
     assert "b (line 2) failed" in result.messages[3].content
     assert "too large" in result.messages[3].content
+
+
+def doubling(first: str, times: int) -> str:
+    """Steps that double a value `times` times, each step using the one before."""
+    lines = [f"d0 = {first}"]
+    lines += [f"d{i} = d{i - 1} {'+'} d{i - 1}" for i in range(1, times + 1)]
+    return "\n".join(lines)
+
+
+def squaring(first: str, times: int) -> str:
+    lines = [f"q0 = {first}"]
+    lines += [f"q{i} = q{i - 1} * q{i - 1}" for i in range(1, times + 1)]
+    return "\n".join(lines)
+
+
+# Each of these, run as written, takes the host's time or memory without end.
+EXHAUSTING = {
+    "power of a power": "b = 10 ** 1000\nc = b ** 1000",
+    "repeated squaring": squaring("10 ** 100", 24),
+    "format width": "p = a['price']\nc = f'{p:>1000000000}'",
+    "percent width": "p = a['price']\nc = '%01000000000d' % p",
+    "string doubling": doubling("a['sku'] * 1000", 30),
+    "sum of lists": "p = a['price']\nc = sum([[p] * 100000] * 5000, [])",
+    "copies in a comprehension": 'b = "x" * 100000\nc = [b + b for i in range(50000)]',
+    # Not long to compute, but more digits than Python writes out: the report could not be.
+    "a number too long to write": "b = (10 ** 1000) ** 4 * 10 ** 300",
+}
+
+
+@pytest.mark.parametrize("steps", EXHAUSTING.values(), ids=EXHAUSTING.keys())
+def test_an_exhausting_expression_fails_its_step_with_the_limit_and_the_run_goes_on(
+    agents: list[Agent], steps: str
+) -> None:
+    shop = Shop()
+    plan = f'a = get_item(sku="A1")\n{steps}'
+    result = run(agents, shop.toolbox(), [fenced(plan), {"content": "too big"}])
+    report = result.messages[3].content
+    assert "The plan did not finish" in report
+    failed = [line for line in report.splitlines() if " failed: " in line]
+    assert len(failed) == 1 and "limit" in failed[0], report
+    assert result.status == "completed" and result.answer == "too big"
+
+
+def test_the_step_budget_is_the_plans_not_each_expressions(agents: list[Agent]) -> None:
+    # Each argument takes some 15,000 steps: fine alone, 300 of them are too many.
+    shop = Shop()
+    plan = (
+        'a = get_item(sku="A1")\n'
+        "many = list(range(300))\n"
+        "b = [get_item(sku=str(len([j for j in range(5000)]))) for i in many]"
+    )
+    result = run(agents, shop.toolbox(), [fenced(plan), {"content": "no"}])
+    report = result.messages[3].content
+    assert "b (line 3) failed" in report and "steps" in report and "limit" in report
+    assert [name for name, _ in shop.made] == ["get_item"]
+
+
+def test_the_bytes_a_plan_creates_are_bounded_across_its_steps(agents: list[Agent]) -> None:
+    # Every copy is within the size of one value; together they are not.
+    shop = Shop()
+    copies = "\n".join(f"t{i} = s + '{i}'" for i in range(40))
+    plan = f'a = get_item(sku="A1")\ns = "x" * 4000000\n{copies}'
+    result = run(agents, shop.toolbox(), [fenced(plan), {"content": "no"}])
+    report = result.messages[3].content
+    assert "t0 (line 3) done" in report
+    failed = [line for line in report.splitlines() if " failed: " in line]
+    assert failed and all("limit" in line for line in failed), report
+
+
+HOSTILE_ENV = {
+    "n": 7,
+    "f": 1.5,
+    "s": "x" * 100_000,
+    "w": 10**9,
+    "big": list(range(100_000)),
+    # Ten megabytes when written out, though it holds one string a hundred times.
+    "huge": ["x" * 100_000] * 100,
+}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "10 ** 10 ** 10",
+        "2 ** 100000",
+        "(10 ** 1000) ** 1000",
+        "(10 ** 3000) * (10 ** 3000)",
+        "10 ** 4300",
+        "int('9' * 4300) + 1",
+        "b'x' * 10 ** 9",
+        "[0] * 10 ** 9",
+        "(0,) * 10 ** 9",
+        "10 ** 9 * 'x'",
+        "[[n] * 1000] * 1000",
+        "str(10 ** 4000) * 10000",
+        "s * 100",
+        "(s * 50) + (s * 50)",
+        "f'{n:>1000000000}'",
+        "f'{f:.1000000000f}'",
+        "f'{n:{w}}'",
+        "f'{s:*^100000000}'",
+        "f'{s}{s}' * 50",
+        "f'{huge}'",
+        "str(huge)",
+        "'%s' % (huge,)",
+        "'%01000000000d' % n",
+        "'%*d' % (w, n)",
+        "'%.1000000000f' % f",
+        "'%(k)1000000000s' % {'k': s}",
+        "b'%01000000000d' % n",
+        "'%(k)s' * 100 % {'k': s}",
+        "round(n, -1000000000)",
+        "sum([[n]] * 50000, [])",
+        "sum([(n,)] * 50000, ())",
+        "[s + s for i in range(50000)]",
+        "[i for i in range(100000) for j in range(100000)]",
+        "[x in big for x in big]",
+        "[big == list(big) for i in range(100000)]",
+        "[sorted(big) for i in range(1000)]",
+        "list(range(10 ** 9))",
+        "range(10 ** 9)",
+        "list(s * 70)",
+        "set(s * 70)",
+        "[dict(zip(big[:1000], big[:1000])) for i in range(100000)]",
+        "[(i, s) for i in range(100000)]",
+    ],
+)
+def test_every_way_to_exhaust_the_host_is_refused_by_a_limit(expression: str) -> None:
+    with pytest.raises(PlanEvaluationError) as caught:
+        evaluate(ast.parse(expression, mode="eval").body, HOSTILE_ENV)
+    assert "limit" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("2 ** 100", 2**100),
+        ("10 ** 4000 // 10 ** 3999", 10),
+        ("len(str(10 ** 4299))", 4_300),
+        ("f'{n:>5}|{f:.2f}|{n:,}|{s[:3]!r}'", "    7|1.50|7|'xxx'"),
+        ("'%05d %.1f %s' % (n, f, 'ok')", "00007 1.5 ok"),
+        ("'%(a)s-%(a)s' % {'a': n}", "7-7"),
+        ("round(1234, -2)", 1200),
+        ("sum([[1], [2]], [])", [1, 2]),
+        ("sum(x * 2 for x in big[:4])", 12),
+        ("len([i for i in range(100000)])", 100_000),
+        ("len(s + s)", 200_000),
+        ("sorted({3, 1, 2})", [1, 2, 3]),
+        ("max(big)", 99_999),
+        ("dict(zip(['a', 'b'], [1, 2]))", {"a": 1, "b": 2}),
+        ("list(enumerate('ab', 1))", [(1, "a"), (2, "b")]),
+        ("str([1, 'a'])", "[1, 'a']"),
+        ("str(big)[:5]", "[0, 1"),
+        ("len(huge)", 100),
+        ("99_999 in big", True),
+    ],
+)
+def test_ordinary_expressions_are_within_the_limits(expression: str, value: Any) -> None:
+    assert evaluate(ast.parse(expression, mode="eval").body, HOSTILE_ENV) == value
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "a = " + "+".join(["1"] * 100_000),
+        "a = " + "-" * 200_000 + "1",
+        "a = get_item(sku=str(" + "+".join(["1"] * 2_000) + "))",
+    ],
+)
+def test_a_plan_nested_too_deeply_is_answered_not_raised(agents: list[Agent], plan: str) -> None:
+    shop = Shop()
+    result = run(agents, shop.toolbox(), [fenced(plan), {"content": "gave up"}])
+    assert result.status == "completed" and shop.made == []
+    assert "nested too deeply" in result.messages[3].content
 
 
 def test_prose_is_the_answer_and_a_plan_outside_a_fence_is_read() -> None:

@@ -64,12 +64,16 @@ out = Console()
 err = Console(stderr=True)
 
 
-def load_toolbox(target: str) -> Toolbox:
-    """Import ``MODULE:ATTR`` and turn what it names into a toolbox."""
+def load_toolbox(target: str, *, given_as: str = "--tools") -> Toolbox:
+    """Import ``MODULE:ATTR`` and turn what it names into a toolbox.
+
+    `given_as` is how the command takes it (``--tools``, or an argument such as
+    ``TARGET``), so that an error names what the user typed.
+    """
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise UsageError(
-            f"--tools takes MODULE:ATTR, e.g. examples.seed_tools:toolbox; got {target!r}"
+            f"{given_as} takes MODULE:ATTR, e.g. examples.seed_tools:toolbox; got {target!r}"
         )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -79,7 +83,7 @@ def load_toolbox(target: str) -> Toolbox:
         raise UsageError(f"cannot import {module_name!r}: {exc}") from exc
     except Exception as exc:
         # The module is the user's code: a syntax error or anything its top level
-        # raises is a mistake in what --tools names, not a failure of tooluse.
+        # raises is a mistake in the toolbox named, not a failure of tooluse.
         raise UsageError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
     try:
         value: Any = getattr(module, attr)
@@ -135,11 +139,19 @@ def open_servers(ctx: typer.Context, servers: list[str]) -> list[MCPClient]:
     return clients
 
 
-def gather_tools(ctx: typer.Context, target: str | None, servers: list[str]) -> Toolbox:
-    """The ``--tools`` toolbox and the ``--mcp`` servers' tools, as one toolbox."""
+def gather_tools(
+    ctx: typer.Context, target: str | None, servers: list[str], *, given_as: str = "--tools"
+) -> Toolbox:
+    """The toolbox `target` names and the ``--mcp`` servers' tools, as one toolbox.
+
+    `given_as` is how the command takes `target`: ``--tools``, or an argument.
+    """
     if target is None and not servers:
-        raise UsageError("give the tools: --tools MODULE:ATTR, --mcp CMD|URL, or both")
-    local = load_toolbox(target) if target is not None else Toolbox()
+        named = (
+            f"{given_as} MODULE:ATTR" if given_as.startswith("-") else f"{given_as} as MODULE:ATTR"
+        )
+        raise UsageError(f"give the tools: {named}, --mcp CMD|URL, or both")
+    local = load_toolbox(target, given_as=given_as) if target is not None else Toolbox()
     clients = open_servers(ctx, servers)
     if not clients:
         return local
@@ -421,7 +433,7 @@ def tools_show(
     mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
 ) -> None:
     """Print a toolbox, or an MCP server's tools, the way a model sees it."""
-    toolbox = gather_tools(ctx, target, mcp or [])
+    toolbox = gather_tools(ctx, target, mcp or [], given_as="TARGET")
     if fmt is Format.stubs:
         source = toolbox.stub_module()
         if out.is_terminal:

@@ -41,7 +41,7 @@ def lint_command(
     # Imported here: the command module is imported by the app, which holds these.
     from ._app import gather_tools
 
-    toolbox = gather_tools(ctx, target, mcp or [])
+    toolbox = gather_tools(ctx, target, mcp or [], given_as="TARGET")
     findings = lint(toolbox, max_schema_tokens=max_schema_tokens)
     sys.stdout.writelines(f"{finding}\n" for finding in findings)
     counts = Counter(f.principle for f in findings)

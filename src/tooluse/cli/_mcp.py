@@ -39,7 +39,7 @@ def serve_command(
     from ..mcp import serve
     from ._app import _open_trace, load_toolbox
 
-    toolbox = load_toolbox(target)
+    toolbox = load_toolbox(target, given_as="TARGET")
     writer = _open_trace(trace) if trace is not None else None
 
     def ready(where: str) -> None:

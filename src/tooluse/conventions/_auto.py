@@ -27,12 +27,14 @@ tools stay the same for the whole run and a provider's prompt cache keeps them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._exceptions import UsageError
 from ..models import ModelResponse
 from ..tools import Toolbox
 from ._base import Convention, Interpretation, Prepared
@@ -67,15 +69,101 @@ class Line:
         return self.intercept + self.slope * width
 
 
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _line(value: Any) -> Any:
+    """``[intercept, slope]`` as a `Line`; anything else as it is."""
+    if isinstance(value, list | tuple) and len(value) == 2 and all(map(_finite, value)):
+        return Line(float(value[0]), float(value[1]))
+    return value
+
+
+#: A field a stored profile leaves out (`Profile.from_dict` says so itself).
+_ABSENT: Any = object()
+
+
+def _problems(model: Any, lines: Any, accuracy: Any, source: Any) -> list[str]:
+    """What is wrong with a profile made of these fields; empty when nothing is."""
+    shapes, choices = ", ".join(SHAPES), ", ".join(CHOICES)
+    problems: list[str] = []
+    if model is not _ABSENT and (not isinstance(model, str) or not model):
+        problems.append(f"model must be the model's name, not {model!r}")
+    if not isinstance(source, str):
+        problems.append(f"source must be a string, not {_kind(source)}")
+    if not isinstance(lines, Mapping):
+        if lines is not _ABSENT:
+            problems.append(
+                f"lines must map each shape ({shapes}) to the lines of its conventions, "
+                f"not {_kind(lines)}"
+            )
+    elif not lines:
+        problems.append(f"lines is empty: it needs the lines of a shape ({shapes})")
+    else:
+        for shape, by in lines.items():
+            if shape not in SHAPES:
+                problems.append(f"lines has an unknown shape {shape!r}; the shapes are {shapes}")
+            elif not isinstance(by, Mapping) or not by:
+                problems.append(
+                    f"lines[{shape!r}] must map each convention ({choices}) to its line, not {by!r}"
+                )
+            else:
+                for convention, line in by.items():
+                    if convention not in CHOICES:
+                        problems.append(
+                            f"lines[{shape!r}] has an unknown convention {convention!r}; auto "
+                            f"chooses among {choices}"
+                        )
+                    elif not (
+                        isinstance(line, Line) and _finite(line.intercept) and _finite(line.slope)
+                    ):
+                        problems.append(
+                            f"lines[{shape!r}][{convention!r}] must be a line: [intercept, slope] "
+                            f"of two finite numbers, not {line!r}"
+                        )
+        if not problems and not set.intersection(*(set(by) for by in lines.values())):
+            problems.append(
+                "no convention has lines for every shape, so auto has nothing to compare"
+            )
+    if not isinstance(accuracy, Mapping):
+        problems.append(
+            f"accuracy must map each convention ({choices}) to a number from 0 to 1, "
+            f"not {_kind(accuracy)}"
+        )
+    else:
+        for convention, value in accuracy.items():
+            if convention not in CHOICES:
+                problems.append(f"accuracy has an unknown convention {convention!r}")
+            elif not (_finite(value) and 0 <= value <= 1):
+                problems.append(
+                    f"accuracy[{convention!r}] must be a number from 0 to 1, not {value!r}"
+                )
+    return problems
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """One model's cost lines (input tokens against width) and accuracy, per convention."""
+    """One model's cost lines (input tokens against width) and accuracy, per convention.
+
+    A profile of the wrong shape is refused when it is made, with a `UsageError`
+    that says each thing wrong with it.
+    """
 
     model: str
     #: ``lines[shape][convention]``
     lines: Mapping[str, Mapping[str, Line]]
     accuracy: Mapping[str, float] = field(default_factory=dict)
     source: str = ""
+
+    def __post_init__(self) -> None:
+        problems = _problems(self.model, self.lines, self.accuracy, self.source)
+        if problems:
+            raise UsageError(f"the cost profile cannot be used: {'; '.join(problems)}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,15 +178,31 @@ class Profile:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Profile:
-        return cls(
-            model=str(data["model"]),
-            lines={
-                shape: {c: Line(float(v[0]), float(v[1])) for c, v in by.items()}
-                for shape, by in data["lines"].items()
-            },
-            accuracy={c: float(v) for c, v in data.get("accuracy", {}).items()},
-            source=str(data.get("source", "")),
-        )
+        """The profile `to_dict` wrote; a `UsageError` says what is wrong with one that is not."""
+        if not isinstance(data, Mapping):
+            raise UsageError(
+                "the cost profile cannot be used: it must be a JSON object with model, lines "
+                f"and accuracy, not {_kind(data)}"
+            )
+        lines = data.get("lines", _ABSENT)
+        if isinstance(lines, Mapping):
+            # What has the shape of a line becomes one; anything else is left as it is, for
+            # the check to name.
+            lines = {
+                shape: {c: _line(v) for c, v in by.items()} if isinstance(by, Mapping) else by
+                for shape, by in lines.items()
+            }
+        fields: dict[str, Any] = {
+            "model": data.get("model", _ABSENT),
+            "lines": lines,
+            "accuracy": data.get("accuracy", {}),
+            "source": data.get("source", ""),
+        }
+        problems = [f"it has no {key!r}" for key in ("model", "lines") if key not in data]
+        problems += _problems(**fields)  # a missing model or lines is said above
+        if problems:
+            raise UsageError(f"the cost profile cannot be used: {'; '.join(problems)}")
+        return cls(**fields)
 
     def conventions(self) -> list[str]:
         common = set(CHOICES)
@@ -187,25 +291,48 @@ def profile_path(model: str) -> Path:
 
 
 def load_profile(model: str) -> Profile | None:
+    """The profile stored for `model`, None if there is none.
+
+    A stored profile that cannot be read or used is a `UsageError` naming the
+    file, rather than a choice silently made without it.
+    """
     path = profile_path(model)
+    again = f"measure it again with `tooluse bench costmodel --model {model}`, or delete it"
     try:
-        return Profile.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError) as exc:  # unreadable, or not UTF-8
+        raise UsageError(f"cannot read the cost profile {path}: {exc}; {again}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"the cost profile {path} is not JSON ({exc}); {again}") from None
+    try:
+        return Profile.from_dict(data)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}; {again}") from None
 
 
 class AutoConvention(Convention):
     """Picks json, code or plan for each run from a cost `Profile` and the task's shape.
 
     Args:
-        profile: the model's profile; by default the one `tooluse bench costmodel`
-            stored for the agent's model, else `ORACLE_PROFILE`.
+        profile: the model's profile, or its dict form (`Profile.to_dict`); by
+            default the one `tooluse bench costmodel` stored for the agent's model,
+            else `ORACLE_PROFILE`. One of the wrong shape is a `UsageError`.
     """
 
     name = "auto"
 
-    def __init__(self, profile: Profile | None = None) -> None:
-        self.profile = profile
+    def __init__(self, profile: Profile | Mapping[str, Any] | None = None) -> None:
+        if isinstance(profile, Mapping):
+            profile = Profile.from_dict(profile)
+        elif profile is not None and not isinstance(profile, Profile):
+            raise UsageError(
+                f"AutoConvention takes a Profile or its dict form, not {_kind(profile)}"
+            )
+        self.profile: Profile | None = profile
 
     def for_run(self, task: str, expect: Sequence[Expect], *, model: str = "") -> Convention:
         from . import get_convention

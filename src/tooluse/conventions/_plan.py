@@ -186,6 +186,11 @@ def parse_plan(code: str, tools: Toolbox) -> PlanProgram:
             "`a = tool(x=1)`; write any explanation outside the ```plan block",
             exc.lineno,
         ) from None
+    except (RecursionError, MemoryError):
+        # Python's parser gives up on deep nesting with these rather than a SyntaxError.
+        raise PlanError(
+            "the plan is nested too deeply to read: split long expressions into steps"
+        ) from None
     body = [s for s in tree.body if not _skippable(s)]
     if not body:
         raise PlanError("the plan has no steps")
