@@ -8,10 +8,15 @@ script's start, its output line by line as it prints, and its end, context
 offloads, approval requests and the end of each round. The last event is
 ``done``, carrying the `RunResult` that `run` would have returned.
 
-Leaving the iteration early (``break``, ``aclose``, a cancelled task, Ctrl-C
-under `Agent.stream_sync`) cancels the run the way cancelling `arun` does:
-the model request is dropped, a running script is killed, and the result,
-with status ``cancelled``, keeps every record made before.
+The run never runs ahead of its consumer by more than what is under way: no
+model request, turn of calls or script starts before the consumer has taken
+every event before it. A consumer that stops taking events (a ``break`` out of
+a stream it still holds) stops the run there, as `Agent.stream_sync` does.
+Closing the stream (``aclose``, a cancelled task, the stream dropped, Ctrl-C
+under `Agent.stream_sync`) cancels the run the way cancelling `arun` does: the
+model request is dropped, a running script is killed, and the result, with
+status ``cancelled``, keeps the record of every call that ended, the calls of
+the turn or script it was stopped in included.
 """
 
 from __future__ import annotations
@@ -179,7 +184,8 @@ class StreamHooks:
     """What the driver tells a stream: called at each effect of the loop, in order.
 
     Everything here runs on the event loop and only builds events; it never
-    changes what the run does.
+    changes what the run does, only when: with `drained`, each model request,
+    turn of calls and script waits for the consumer to have taken every event.
     """
 
     def __init__(
@@ -209,6 +215,9 @@ class StreamHooks:
 
     async def ask(self, model: Model, request: ModelRequest) -> ModelResponse:
         self._end_round()
+        if self._drained is not None:
+            # No request goes out while the consumer has not taken every event so far.
+            await self._drained()
         self._round = self._state.rounds
         self._usage_at = len(self._state.usage.rounds)
         self._open_round = True
@@ -228,7 +237,7 @@ class StreamHooks:
     # --- calls ------------------------------------------------------------------------
 
     async def calls_started(self, effect: RunCalls) -> None:
-        """Announce the calls not announced yet; paced, return once the consumer took them."""
+        """Announce the calls not announced yet; return once the consumer took them."""
         self._announce(effect)
         if self._drained is not None:
             # Before anything runs, the consumer has taken every event so far: a tool's
@@ -354,11 +363,12 @@ async def _events(
     run: _Run,
     play: Callable[[StreamHooks], Coroutine[Any, Any, None]],
     ending: _Ending,
-    paced: bool,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     ending.ready = lambda: not queue.empty()
-    hooks = StreamHooks(run.state, queue.put_nowait, queue.join if paced else None)
+    # The run waits on `queue.join` before each effect: an event is done once the next is
+    # asked for, so a consumer that stops asking stops the run before anything new starts.
+    hooks = StreamHooks(run.state, queue.put_nowait, queue.join)
     task = asyncio.ensure_future(play(hooks))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     try:
@@ -432,13 +442,13 @@ def open_stream(
     task: str,
     history: Sequence[Message],
     *,
-    paced: bool = False,
     paused: Paused | None = None,
 ) -> RunStream:
     """The stream of `run`, not started until its first event is asked for.
 
-    `paced`: calls and scripts wait to start until the consumer has taken every
-    event before them (it draws them first: `stream_sync`, the terminal).
+    Model requests, calls and scripts wait to start until the consumer has taken
+    every event before them: a tool's side effects never come before the start of
+    its call on a screen, and a consumer that stops asking stops the run.
     `paused`: where a resumed run goes on from (`Agent.resume_stream`).
     """
     if agent.context is not None:
@@ -450,7 +460,7 @@ def open_stream(
         await agent._play(run, task, history, paused=paused, hooks=hooks)
 
     ending = _Ending(run)
-    return RunStream(_events(run, play, ending, paced), ending)
+    return RunStream(_events(run, play, ending), ending)
 
 
 class SyncRunStream:
