@@ -21,6 +21,7 @@ from ._approval import (
     call_key,
 )
 from ._dispatch import Dispatcher
+from ._eventloop import PrivateLoop
 from ._exceptions import ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
 from ._loop import (
@@ -256,9 +257,10 @@ class Agent:
         _outside_a_loop("Agent.run()", "await Agent.arun()")
         run = self._open(task, expect)
         try:
-            # asyncio.run turns the first Ctrl-C into a cancellation of the run
-            # and raises KeyboardInterrupt once the run has unwound.
-            asyncio.run(self._play(run, task, history))
+            # The first Ctrl-C cancels the run, and KeyboardInterrupt is raised once the
+            # run has unwound; a tool given up on is left behind, never waited for.
+            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
+                loop.run(self._play(run, task, history))
         except KeyboardInterrupt:
             return run.end(interrupted=True)
         return run.end()
@@ -351,7 +353,8 @@ class Agent:
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
         run = self._reopen(result, decisions, expect)
         try:
-            asyncio.run(self._play(run, run.task, (), paused=result.paused))
+            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
+                loop.run(self._play(run, run.task, (), paused=result.paused))
         except KeyboardInterrupt:
             return run.end(interrupted=True)
         return run.end()

@@ -22,13 +22,13 @@ the turn or script it was stopped in included.
 from __future__ import annotations
 
 import asyncio
-import signal
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._approval import ApprovalRequest, Paused
+from ._eventloop import PrivateLoop
 from ._loop import RunCalls, RunScript, RunState
 from ._messages import Message, Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -54,8 +54,6 @@ __all__ = [
     "SyncRunStream",
     "TextEvent",
 ]
-
-_T = TypeVar("_T")
 
 #: The context tools an agent may call; their calls are reported as context events too.
 _CONTEXT_TOOLS = {"context_offload": "offload", "context_compress": "compress"}
@@ -505,7 +503,7 @@ class SyncRunStream:
 
 def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
     """`stream`'s events on a private event loop in this thread; Ctrl-C ends with ``done``."""
-    with _StepLoop() as steps:
+    with PrivateLoop(lambda: stream._ending.run.dispatcher.left_behind) as steps:
         try:
             while True:
                 try:
@@ -528,63 +526,6 @@ def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
         finally:
             if stream.result is None:
                 steps.run(stream.aclose())
-
-
-class _StepLoop:
-    """`asyncio.Runner` for many short steps: Ctrl-C handled once for all of them.
-
-    ``Runner.run`` installs and removes its SIGINT handler at every call, which
-    costs more than a streamed event. Here the first Ctrl-C while a step runs
-    cancels the step and `run` raises KeyboardInterrupt, as ``Runner.run`` does;
-    between steps it is raised at once, as without a handler.
-    """
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._step: asyncio.Task[Any] | None = None
-        self._interrupted = False
-        self._previous: Any = None
-
-    def __enter__(self) -> _StepLoop:
-        asyncio.set_event_loop(self._loop)
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        ):
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._on_sigint:
-            signal.signal(signal.SIGINT, self._previous)
-        loop = self._loop
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
-
-    def run(self, step: Coroutine[Any, Any, _T]) -> _T:
-        task: asyncio.Task[_T] = self._loop.create_task(step)
-        self._step = task
-        try:
-            return self._loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if self._interrupted:
-                raise KeyboardInterrupt from None
-            raise
-        finally:
-            self._step = None
-
-    def _on_sigint(self, signum: int, frame: object) -> None:
-        step = self._step
-        if step is not None and not step.done() and not self._interrupted:
-            self._interrupted = True
-            step.cancel()
-            self._loop.call_soon_threadsafe(lambda: None)  # wake the loop
-            return
-        raise KeyboardInterrupt
 
 
 async def _take(stream: RunStream) -> list[StreamEvent]:
