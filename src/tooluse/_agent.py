@@ -251,8 +251,10 @@ class Agent:
         a conversation: pass the `messages` of the previous result.
 
         Ctrl-C ends the run, and `run` returns its result with status
-        ``cancelled``: what was recorded before the interrupt is kept, and the
-        caller decides whether to stop.
+        ``cancelled``: every call that ended is kept, those of the turn or
+        script the interrupt cut included, and the caller decides whether to
+        stop. A tool given up on (timed out, or cut by the interrupt) is never
+        waited for, whatever it does with its cancellation.
         """
         _outside_a_loop("Agent.run()", "await Agent.arun()")
         run = self._open(task, expect)

@@ -15,6 +15,10 @@ JSON calls and calls made from a script take the same path, one step per module:
         │ its value, what it raised, or nothing (its timeout ran out)
     record     Execution.conclude ─────────────────────────→ CallRecord; slot freed
 
+Every outcome (a record, a replay, a refusal) is also handed to ``on_ended`` the moment
+it is made: the run keeps it even if the turn or script that made the call is stopped
+before the outcome reaches its loop.
+
 Validation refuses a call with the text the model is shown: an unknown tool (with
 "did you mean"), argument text too large or not JSON, arguments that do not fit the
 schema or the function's types, a caller the tool's ``callers`` leave out. The
