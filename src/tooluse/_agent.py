@@ -303,10 +303,11 @@ class Agent:
         (``text``, ``call_start``, ``call_end``, ``script_start``,
         ``script_output``, ``script_end``, ``context``, ``approval``,
         ``round_end``), and the last, ``done``, carries the `RunResult` that
-        `run` returns for the same replies. The run never gets ahead of the
-        events taken: nothing new starts (a model request, calls, a script)
-        until the consumer has taken every event before it, so leaving the
-        loop early stops the run, even with the stream still held. Its result,
+        `run` returns for the same replies. The run goes on only while the
+        consumer does: no call or script starts until every event before it
+        was taken, and no model request goes out while the consumer is away,
+        so leaving the loop early stops the run, even with the stream still
+        held. Its result,
         status ``cancelled``, is `RunStream.result` once the stream is closed
         (``await stream.aclose()``) or the task cancelled, and keeps every call
         that ended.

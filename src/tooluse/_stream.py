@@ -9,9 +9,10 @@ offloads, approval requests and the end of each round. The last event is
 ``done``, carrying the `RunResult` that `run` would have returned.
 
 The run never runs ahead of its consumer by more than what is under way: no
-model request, turn of calls or script starts before the consumer has taken
-every event before it. A consumer that stops taking events (a ``break`` out of
-a stream it still holds) stops the run there, as `Agent.stream_sync` does.
+call or script starts before the consumer has taken every event before it, and
+no model request goes out unless the consumer waits for its next event. A
+consumer that stops taking events (a ``break`` out of a stream it still holds)
+stops the run there, as `Agent.stream_sync` does.
 Closing the stream (``aclose``, a cancelled task, the stream dropped, Ctrl-C
 under `Agent.stream_sync`) cancels the run the way cancelling `arun` does: the
 model request is dropped, a running script is killed, and the result, with
@@ -182,8 +183,9 @@ class StreamHooks:
     """What the driver tells a stream: called at each effect of the loop, in order.
 
     Everything here runs on the event loop and only builds events; it never
-    changes what the run does, only when: with `drained`, each model request,
-    turn of calls and script waits for the consumer to have taken every event.
+    changes what the run does, only when: with `drained`, each turn of calls
+    and script waits for the consumer to have taken every event, and a model
+    request for that too unless the consumer is `asking` for its next event.
     """
 
     def __init__(
@@ -191,10 +193,12 @@ class StreamHooks:
         state: RunState,
         put: Callable[[StreamEvent], None],
         drained: Callable[[], Awaitable[None]] | None = None,
+        asking: Callable[[], bool] = lambda: False,
     ) -> None:
         self._state = state
         self._put = put
         self._drained = drained
+        self._asking = asking
         self._round = 0
         self._usage_at = 0
         self._open_round = False
@@ -213,8 +217,9 @@ class StreamHooks:
 
     async def ask(self, model: Model, request: ModelRequest) -> ModelResponse:
         self._end_round()
-        if self._drained is not None:
-            # No request goes out while the consumer has not taken every event so far.
+        if self._drained is not None and not self._asking():
+            # No request goes out while the consumer is away: a request has no side
+            # effects, so one that waits for the next event is enough (calls wait for more).
             await self._drained()
         self._round = self._state.rounds
         self._usage_at = len(self._state.usage.rounds)
@@ -366,12 +371,15 @@ async def _events(
     ending.ready = lambda: not queue.empty()
     # The run waits on `queue.join` before each effect: an event is done once the next is
     # asked for, so a consumer that stops asking stops the run before anything new starts.
-    hooks = StreamHooks(run.state, queue.put_nowait, queue.join)
+    asking = [False]  # whether the consumer waits for its next event
+    hooks = StreamHooks(run.state, queue.put_nowait, queue.join, lambda: asking[0])
     task = asyncio.ensure_future(play(hooks))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     try:
         while True:
+            asking[0] = True
             event = await queue.get()
+            asking[0] = False
             if event is _END:
                 break
             yield event
@@ -444,9 +452,10 @@ def open_stream(
 ) -> RunStream:
     """The stream of `run`, not started until its first event is asked for.
 
-    Model requests, calls and scripts wait to start until the consumer has taken
-    every event before them: a tool's side effects never come before the start of
-    its call on a screen, and a consumer that stops asking stops the run.
+    Calls and scripts wait to start until the consumer has taken every event
+    before them, model requests until it asks for the next: a tool's side effects
+    never come before the start of its call on a screen, and a consumer that stops
+    asking stops the run.
     `paused`: where a resumed run goes on from (`Agent.resume_stream`).
     """
     if agent.context is not None:
