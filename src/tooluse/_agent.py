@@ -22,12 +22,22 @@ from ._approval import (
 )
 from ._approval_store import PROCESS_STORE, ApprovalStore
 from ._dispatch import Dispatcher
+from ._eventloop import PrivateLoop
 from ._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
 from ._expect import Expect, check_expectations, check_tools
-from ._loop import AskModel, LoopConfig, RunCalls, RunScript, RunState, agent_flow
+from ._loop import (
+    AskModel,
+    LoopConfig,
+    RunCalls,
+    RunScript,
+    RunState,
+    agent_flow,
+    keep_unrecorded,
+)
 from ._messages import Message
 from ._otel import check_otel, otel_enabled, otel_sink
 from ._provenance import Provenance
+from ._records import Outcome
 from ._result import RunResult
 from ._scope import AllowInScope, ask_scope
 from ._scripts import ScriptRunner
@@ -255,15 +265,18 @@ class Agent:
         a conversation: pass the `messages` of the previous result.
 
         Ctrl-C ends the run, and `run` returns its result with status
-        ``cancelled``: what was recorded before the interrupt is kept, and the
-        caller decides whether to stop.
+        ``cancelled``: every call that ended is kept, those of the turn or
+        script the interrupt cut included, and the caller decides whether to
+        stop. A tool given up on (timed out, or cut by the interrupt) is never
+        waited for, whatever it does with its cancellation.
         """
         _outside_a_loop("Agent.run()", "await Agent.arun()")
         run = self._open(task, expect)
         try:
-            # asyncio.run turns the first Ctrl-C into a cancellation of the run
-            # and raises KeyboardInterrupt once the run has unwound.
-            asyncio.run(self._play(run, task, history))
+            # The first Ctrl-C cancels the run, and KeyboardInterrupt is raised once the
+            # run has unwound; a tool given up on is left behind, never waited for.
+            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
+                loop.run(self._play(run, task, history))
         except KeyboardInterrupt:
             return run.end(interrupted=True)
         return run.end()
@@ -304,9 +317,14 @@ class Agent:
         (``text``, ``call_start``, ``call_end``, ``script_start``,
         ``script_output``, ``script_end``, ``context``, ``approval``,
         ``round_end``), and the last, ``done``, carries the `RunResult` that
-        `run` returns for the same replies. Leaving the loop early or
-        cancelling the task stops the run; its result, status ``cancelled``,
-        is `RunStream.result` (``await stream.aclose()`` waits for it).
+        `run` returns for the same replies. The run goes on only while the
+        consumer does: no call or script starts until every event before it
+        was taken, and no model request goes out while the consumer is away,
+        so leaving the loop early stops the run, even with the stream still
+        held. Its result,
+        status ``cancelled``, is `RunStream.result` once the stream is closed
+        (``await stream.aclose()``) or the task cancelled, and keeps every call
+        that ended.
         """
         return open_stream(self, self._open(task, expect), task, history)
 
@@ -325,7 +343,7 @@ class Agent:
         """
         _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
         run = self._open(task, expect)
-        return SyncRunStream(open_stream(self, run, task, history, paced=True))
+        return SyncRunStream(open_stream(self, run, task, history))
 
     def resume(
         self,
@@ -354,7 +372,8 @@ class Agent:
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
         run = self._reopen(result, decisions, expect)
         try:
-            asyncio.run(self._play(run, run.task, (), paused=result.paused))
+            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
+                loop.run(self._play(run, run.task, (), paused=result.paused))
         except KeyboardInterrupt:
             return run.end(interrupted=True)
         return run.end()
@@ -402,7 +421,7 @@ class Agent:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
         _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
         run = self._reopen(result, decisions, expect)
-        stream = open_stream(self, run, run.task, (), paced=True, paused=result.paused)
+        stream = open_stream(self, run, run.task, (), paused=result.paused)
         return SyncRunStream(stream)
 
     def _reopen(
@@ -503,6 +522,8 @@ class Agent:
             )
             shown = Toolbox([*searching.initial, *(t for t in tools if t.name in context_tools)])
             tools = tools.merged(Toolbox([searching.tool]))
+        # Every outcome as it is made: what a stopped turn or script ended is kept from here.
+        ended: list[Outcome] = []
         dispatcher = Dispatcher(
             tools,
             timeout=self.tool_timeout,
@@ -511,6 +532,7 @@ class Agent:
             max_argument_bytes=self.config.max_argument_chars,
             gate=gate,
             unloaded=searching.refusal if searching is not None else None,
+            on_ended=ended.append,
         )
         run = _Run(
             self,
@@ -521,6 +543,7 @@ class Agent:
             tools=tools,
             dispatcher=dispatcher,
             task=task,
+            ended=ended,
         )
         run.state.context = window
         if searching is not None:
@@ -727,6 +750,7 @@ class _Run:
         tools: Toolbox,
         dispatcher: Dispatcher,
         task: str,
+        ended: list[Outcome],
     ) -> None:
         self.agent = agent
         self.convention = convention
@@ -742,6 +766,8 @@ class _Run:
         )
         self.tools = tools
         self.dispatcher = dispatcher
+        #: Every outcome the dispatcher made, in the order they ended.
+        self.ended = ended
         #: Under tool search: the tools shown at the start, and the prompt with its note.
         self.shown: Toolbox | None = None
         self.searching: SearchRun | None = None
@@ -773,6 +799,9 @@ class _Run:
             return self.result
         state = self.state
         self.dispatcher.close()
+        # Calls that ended in a turn or script the run was stopped in never reached the
+        # loop; they ran all the same, and are kept.
+        keep_unrecorded(state, list(self.ended))
         if interrupted and not self.played:
             state.status, state.error = "cancelled", "the run was cancelled"
         if state.status == "completed" and self.expectations:

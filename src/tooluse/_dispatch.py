@@ -15,6 +15,10 @@ JSON calls and calls made from a script take the same path, one step per module:
         │ its value, what it raised, or nothing (its timeout ran out)
     record     Execution.conclude ─────────────────────────→ CallRecord; slot freed
 
+Every outcome (a record, a replay, a refusal) is also handed to ``on_ended`` the moment
+it is made: the run keeps it even if the turn or script that made the call is stopped
+before the outcome reaches its loop.
+
 Validation refuses a call with the text the model is shown: an unknown tool (with
 "did you mean"), argument text too large or not JSON, arguments that do not fit the
 schema or the function's types, a caller the tool's ``callers`` leave out. The
@@ -61,6 +65,10 @@ class Dispatcher:
         gate: the run's approval step (see `Gate`); None runs every valid call.
         unloaded: with tool search, the refusal text for the model's call of a
             tool it has not loaded (None: the call may run).
+        on_ended: given each outcome the moment it is made: a call concluded (or
+            given up on by its caller), answered from the ledger, or refused. The
+            caller's own return comes later, or never if the caller is stopped
+            first: this is how a run keeps every call, whatever stops it.
     """
 
     def __init__(
@@ -73,8 +81,10 @@ class Dispatcher:
         max_argument_bytes: int = 1_000_000,
         gate: Gate | None = None,
         unloaded: Callable[[str], str | None] | None = None,
+        on_ended: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.timeout = timeout
+        self.on_ended = on_ended
         self.max_calls_per_turn = max_calls_per_turn
         self.gate = gate
         self._validator = Validator(tools, max_argument_bytes=max_argument_bytes, unloaded=unloaded)
@@ -103,9 +113,19 @@ class Dispatcher:
         """Calls given up on (timed out, or their caller stopped) whose tool still runs."""
         return self._runner.abandoned
 
+    @property
+    def left_behind(self) -> tuple[asyncio.Future[Any], ...]:
+        """Async tools given up on that still run: their event loop must not wait for them."""
+        return self._runner.left_behind
+
     def close(self) -> None:
         """Stop the worker threads; a sync tool still running is abandoned, not joined."""
         self._runner.close()
+
+    def _refused(self, outcome: RejectedCall) -> RejectedCall:
+        if self.on_ended is not None:
+            self.on_ended(outcome)
+        return outcome
 
     async def run(
         self, calls: Sequence[ToolCall], *, round_: int = 0, source: str = "json"
@@ -121,18 +141,22 @@ class Dispatcher:
         ready: list[tuple[int, Prepared]] = []
         for index, call in enumerate(calls):
             if index >= self.max_calls_per_turn:
-                outcomes[index] = self._validator.reject(
-                    call,
-                    f"not run: this turn made {len(calls):,} calls and at most "
-                    f"{self.max_calls_per_turn} run per turn; make the rest in the next turn",
-                    round_=round_,
-                    source=source,
+                outcomes[index] = self._refused(
+                    self._validator.reject(
+                        call,
+                        f"not run: this turn made {len(calls):,} calls and at most "
+                        f"{self.max_calls_per_turn} run per turn; make the rest in the next turn",
+                        round_=round_,
+                        source=source,
+                    )
                 )
                 continue
             checked: Prepared | RejectedCall | ApprovalRequest = self._validator.prepare(
                 call, round_=round_, source=source
             )
-            if isinstance(checked, Prepared) and self._asks(checked):
+            if isinstance(checked, RejectedCall):
+                self._refused(checked)
+            elif isinstance(checked, Prepared) and self._asks(checked):
                 checked = await self._approve(checked, round_=round_, source=source)
             if isinstance(checked, Prepared):
                 ready.append((index, checked))
@@ -203,7 +227,7 @@ class Dispatcher:
                 call_id, name, arguments, round_=round_, source=source
             )
         if isinstance(prepared, RejectedCall):
-            return prepared
+            return self._refused(prepared)
         if self._asks(prepared):
             return self._approve_and_execute(prepared, round_=round_, source=source, ledger=ledger)
         return self._execute(prepared, round_=round_, source=source, alone=True, ledger=ledger)
@@ -244,7 +268,7 @@ class Dispatcher:
                 call_id, name, arguments, round_=round_, source=source
             )
             scheduled = (
-                prepared
+                self._refused(prepared)
                 if isinstance(prepared, RejectedCall)
                 else self._schedule(prepared, round_=round_, source=source, ledger=ledger)
             )
@@ -263,6 +287,12 @@ class Dispatcher:
         self, prepared: Prepared, *, round_: int, source: str
     ) -> Prepared | RejectedCall | ApprovalRequest:
         """The call as approved (arguments edited, maybe), refused, or deferred."""
+        checked = await self._decide(prepared, round_=round_, source=source)
+        return self._refused(checked) if isinstance(checked, RejectedCall) else checked
+
+    async def _decide(
+        self, prepared: Prepared, *, round_: int, source: str
+    ) -> Prepared | RejectedCall | ApprovalRequest:
         assert self.gate is not None
         tool = prepared.tool
         decision, request = await self.gate.decide(
@@ -338,10 +368,14 @@ class Dispatcher:
                 ledger.write(record)
                 if self.gate is not None:
                     self.gate.note(record, tool)
+                if self.on_ended is not None:
+                    self.on_ended(record)
                 return record
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         after = self.gate.note if self.gate is not None else None
-        return Execution(record, tool, prepared.kwargs, timeout, ledger, after=after)
+        return Execution(
+            record, tool, prepared.kwargs, timeout, ledger, after=after, ended=self.on_ended
+        )
 
 
 async def _settled(outcome: CallRecord | Awaitable[CallRecord]) -> CallRecord:

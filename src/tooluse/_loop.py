@@ -32,7 +32,7 @@ from .conventions._plan import PlanProgram
 from .models import ModelRequest, ModelResponse, ToolChoice
 from .tools import Tool
 
-__all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow"]
+__all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow", "keep_unrecorded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +202,16 @@ def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> None:
             state.rejected.append(outcome)
             if state.tracing:
                 state.emit({"event": "rejected", **outcome.to_dict()})
+
+
+def keep_unrecorded(state: RunState, outcomes: Sequence[Outcome]) -> None:
+    """Record the outcomes the loop has not: calls that ended in a turn or script that was
+    cut short (a cancellation, Ctrl-C, a stream left early), whose reply never reached it."""
+    if not outcomes:
+        return
+    recorded = {id(o) for o in state.calls}
+    recorded.update(id(o) for o in state.rejected)
+    _record_outcomes(state, [o for o in outcomes if id(o) not in recorded])
 
 
 def _pause(state: RunState, pending: list[ApprovalRequest], paused: Paused) -> None:

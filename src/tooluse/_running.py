@@ -145,10 +145,13 @@ class Execution:
 
     `begin` starts the clock; `conclude` writes how the tool ended into the record and,
     for a successful call to a tool with side effects, into the ledger; then ``after``
-    (the approval gate's note of what the run has seen) is given the record.
+    (the approval gate's note of what the run has seen) is given the record. ``ended``
+    is given every record the call ends with, concluded or given up on (`give_up`), the
+    moment it is made: the run keeps it even if it is stopped before the record reaches
+    its loop.
     """
 
-    __slots__ = ("after", "kwargs", "ledger", "record", "start", "timeout", "tool")
+    __slots__ = ("after", "ended", "kwargs", "ledger", "record", "start", "timeout", "tool")
 
     def __init__(
         self,
@@ -159,8 +162,10 @@ class Execution:
         ledger: Ledger | None,
         *,
         after: Callable[[CallRecord, Tool], None] | None = None,
+        ended: Callable[[CallRecord], None] | None = None,
     ) -> None:
         self.after = after
+        self.ended = ended
         self.record = record
         self.tool = tool
         self.kwargs = kwargs
@@ -208,6 +213,18 @@ class Execution:
             self.ledger.write(record)
         if self.after is not None:
             self.after(record, tool)
+        if self.ended is not None:
+            self.ended(record)
+        return record
+
+    def give_up(self, error: str, *, ran: bool) -> CallRecord:
+        """End the record without the tool's own end: ``error`` says why (``ran``: for how long)."""
+        record = self.record
+        record.error = error
+        if ran:
+            record.duration_s = time.perf_counter() - self.start
+        if self.ended is not None:
+            self.ended(record)
         return record
 
 
@@ -275,12 +292,11 @@ class DirectRun:
         record, name, timeout = execution.record, execution.tool.name, execution.timeout
         if not started:
             default = "it was abandoned" if timeout is None else f"its {timeout:g} s ran out first"
-            record.error = f"{name} was not started: {reason or default}"
+            execution.give_up(f"{name} was not started: {reason or default}", ran=False)
         elif reason is None and timeout is not None:
             execution.conclude(None)
         else:
-            record.error = reason or f"{name} was abandoned before it ended"
-            record.duration_s = time.perf_counter() - execution.start
+            execution.give_up(reason or f"{name} was abandoned before it ended", ran=True)
         if started:
             self._abandoned.add(name)
         self._slots.give_from_thread()
@@ -311,6 +327,7 @@ class Runner:
     def __init__(self, max_concurrency: int) -> None:
         self._slots = Slots(max_concurrency)
         self._abandoned = Abandoned()
+        self._left: set[asyncio.Future[Any]] = set()
         self._workers: Workers | None = None
         self._lane: Lane | None = None
 
@@ -410,9 +427,9 @@ class Runner:
                 try:
                     self._on_worker(tool, execution.kwargs, pending)
                 except RuntimeError as exc:
-                    record = execution.record
-                    record.error = f"{tool.name} was not started: no thread for it: {exc}"
-                    return record
+                    return execution.give_up(
+                        f"{tool.name} was not started: no thread for it: {exc}", ran=False
+                    )
                 ended = await pending.wait(execution.timeout)
             return execution.conclude(ended)
         finally:
@@ -429,31 +446,24 @@ class Runner:
     ) -> Ended | None:
         """How an async tool ended, or None if it outlasted ``timeout`` (it is abandoned).
 
-        A tool that catches its cancellation and goes on still times out on time: it
-        runs as a task of its own, which is cancelled and left to end as it will.
+        The tool runs as a task of its own, so that one that catches its cancellation
+        and goes on never holds its caller: at its timeout it is recorded as timed out
+        on time, and when the caller is cancelled the cancellation passes at once. Such
+        a tool is left behind as a sync tool is left on its thread (see `left_behind`).
         """
         try:
-            invocation = tool.function(**kwargs)
-            if timeout is None:
-                return await invocation, None
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # the caller's cancellation, not the tool's failure
-            return None, exc
+            running = asyncio.ensure_future(_ended(tool.function(**kwargs)))
         except BaseException as exc:
             return None, exc
-        running = asyncio.ensure_future(invocation)
         try:
-            await asyncio.wait((running,), timeout=max(timeout, 0.0))
+            await asyncio.wait((running,), timeout=None if timeout is None else max(timeout, 0.0))
         except asyncio.CancelledError:
             running.cancel()
+            self._leave(running)
             raise
         if running.done():
-            if running.cancelled():
-                return None, asyncio.CancelledError()
-            error = running.exception()
-            return (None, error) if error is not None else (running.result(), None)
+            # Cancelled: the tool raised CancelledError of its own accord.
+            return (None, asyncio.CancelledError()) if running.cancelled() else running.result()
         running.cancel()
         # One turn of the loop: a tool that stops when cancelled (most do) is not
         # abandoned, and no warning says it still runs.
@@ -461,11 +471,35 @@ class Runner:
         if not running.done():
             self._abandoned.add(tool.name)
             running.add_done_callback(self._async_abandoned_ended)
-        elif not running.cancelled():
-            running.exception()  # retrieved: what a timed-out call did next is nobody's to log
+            self._leave(running)
         return None
+
+    @property
+    def left_behind(self) -> tuple[asyncio.Future[Any], ...]:
+        """Async tools given up on (timed out, or their caller cancelled) still running.
+
+        Whoever closes their event loop must not wait for them: they end on their own.
+        """
+        return tuple(task for task in self._left if not task.done())
+
+    def _leave(self, task: asyncio.Future[Any]) -> None:
+        if not task.done():
+            self._left.add(task)
+            task.add_done_callback(self._left_ended)
+
+    def _left_ended(self, task: asyncio.Future[Any]) -> None:
+        self._left.discard(task)
 
     def _async_abandoned_ended(self, task: asyncio.Future[Any]) -> None:
         self._abandoned.remove()
-        if not task.cancelled():
-            task.exception()  # retrieved: an abandoned call's failure is nobody's to log
+
+
+async def _ended(invocation: Awaitable[Any]) -> Ended:
+    """How an async tool ended: what it returned or raised, SystemExit and KeyboardInterrupt
+    included (raised from a task, they would leave the event loop). A cancellation passes."""
+    try:
+        return await invocation, None
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        return None, exc

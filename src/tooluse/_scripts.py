@@ -34,6 +34,7 @@ from typing import Any
 from ._approval import ApprovalRequest
 from ._approval import call_key as call_key_of
 from ._dispatch import DirectRun, Dispatcher, Ledger
+from ._eventloop import PrivateLoop
 from ._exceptions import UsageError
 from ._ledger import canonical
 from ._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -357,8 +358,14 @@ def run_script(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(arun_script(sandbox, script, tools, timeout=timeout))
-    raise UsageError("run_script() was called inside a running event loop; await arun_script()")
+        pass
+    else:
+        raise UsageError("run_script() was called inside a running event loop; await arun_script()")
+    box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+    dispatcher = Dispatcher(box)
+    # An async tool given up on is left behind on the loop: run_script returns at its timeout.
+    with PrivateLoop(lambda: dispatcher.left_behind) as loop:
+        return loop.run(_run_script(sandbox, script, box, dispatcher, timeout))
 
 
 async def arun_script(
@@ -370,7 +377,12 @@ async def arun_script(
 ) -> ScriptRun:
     """`run_script` for async code."""
     box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
-    dispatcher = Dispatcher(box)
+    return await _run_script(sandbox, script, box, Dispatcher(box), timeout)
+
+
+async def _run_script(
+    sandbox: Sandbox, script: str, box: Toolbox, dispatcher: Dispatcher, timeout: float
+) -> ScriptRun:
     try:
         runner = ScriptRunner(box, dispatcher, sandbox, timeout=timeout)
         record, every, _ = await runner.run(script, script_id="script")

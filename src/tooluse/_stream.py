@@ -8,22 +8,28 @@ script's start, its output line by line as it prints, and its end, context
 offloads, approval requests and the end of each round. The last event is
 ``done``, carrying the `RunResult` that `run` would have returned.
 
-Leaving the iteration early (``break``, ``aclose``, a cancelled task, Ctrl-C
-under `Agent.stream_sync`) cancels the run the way cancelling `arun` does:
-the model request is dropped, a running script is killed, and the result,
-with status ``cancelled``, keeps every record made before.
+The run never runs ahead of its consumer by more than what is under way: no
+call or script starts before the consumer has taken every event before it, and
+no model request goes out unless the consumer waits for its next event. A
+consumer that stops taking events (a ``break`` out of a stream it still holds)
+stops the run there, as `Agent.stream_sync` does.
+Closing the stream (``aclose``, a cancelled task, the stream dropped, Ctrl-C
+under `Agent.stream_sync`) cancels the run the way cancelling `arun` does: the
+model request is dropped, a running script is killed, and the result, with
+status ``cancelled``, keeps the record of every call that ended, the calls of
+the turn or script it was stopped in included.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._approval import ApprovalRequest, Paused
+from ._eventloop import PrivateLoop
 from ._loop import RunCalls, RunScript, RunState
 from ._messages import Message, Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -49,8 +55,6 @@ __all__ = [
     "SyncRunStream",
     "TextEvent",
 ]
-
-_T = TypeVar("_T")
 
 #: The context tools an agent may call; their calls are reported as context events too.
 _CONTEXT_TOOLS = {"context_offload": "offload", "context_compress": "compress"}
@@ -179,7 +183,9 @@ class StreamHooks:
     """What the driver tells a stream: called at each effect of the loop, in order.
 
     Everything here runs on the event loop and only builds events; it never
-    changes what the run does.
+    changes what the run does, only when: with `drained`, each turn of calls
+    and script waits for the consumer to have taken every event, and a model
+    request for that too unless the consumer is `asking` for its next event.
     """
 
     def __init__(
@@ -187,10 +193,12 @@ class StreamHooks:
         state: RunState,
         put: Callable[[StreamEvent], None],
         drained: Callable[[], Awaitable[None]] | None = None,
+        asking: Callable[[], bool] = lambda: False,
     ) -> None:
         self._state = state
         self._put = put
         self._drained = drained
+        self._asking = asking
         self._round = 0
         self._usage_at = 0
         self._open_round = False
@@ -209,6 +217,10 @@ class StreamHooks:
 
     async def ask(self, model: Model, request: ModelRequest) -> ModelResponse:
         self._end_round()
+        if self._drained is not None and not self._asking():
+            # No request goes out while the consumer is away: a request has no side
+            # effects, so one that waits for the next event is enough (calls wait for more).
+            await self._drained()
         self._round = self._state.rounds
         self._usage_at = len(self._state.usage.rounds)
         self._open_round = True
@@ -228,7 +240,7 @@ class StreamHooks:
     # --- calls ------------------------------------------------------------------------
 
     async def calls_started(self, effect: RunCalls) -> None:
-        """Announce the calls not announced yet; paced, return once the consumer took them."""
+        """Announce the calls not announced yet; return once the consumer took them."""
         self._announce(effect)
         if self._drained is not None:
             # Before anything runs, the consumer has taken every event so far: a tool's
@@ -354,16 +366,20 @@ async def _events(
     run: _Run,
     play: Callable[[StreamHooks], Coroutine[Any, Any, None]],
     ending: _Ending,
-    paced: bool,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     ending.ready = lambda: not queue.empty()
-    hooks = StreamHooks(run.state, queue.put_nowait, queue.join if paced else None)
+    # The run waits on `queue.join` before each effect: an event is done once the next is
+    # asked for, so a consumer that stops asking stops the run before anything new starts.
+    asking = [False]  # whether the consumer waits for its next event
+    hooks = StreamHooks(run.state, queue.put_nowait, queue.join, lambda: asking[0])
     task = asyncio.ensure_future(play(hooks))
     task.add_done_callback(lambda _: queue.put_nowait(_END))
     try:
         while True:
+            asking[0] = True
             event = await queue.get()
+            asking[0] = False
             if event is _END:
                 break
             yield event
@@ -432,13 +448,14 @@ def open_stream(
     task: str,
     history: Sequence[Message],
     *,
-    paced: bool = False,
     paused: Paused | None = None,
 ) -> RunStream:
     """The stream of `run`, not started until its first event is asked for.
 
-    `paced`: calls and scripts wait to start until the consumer has taken every
-    event before them (it draws them first: `stream_sync`, the terminal).
+    Calls and scripts wait to start until the consumer has taken every event
+    before them, model requests until it asks for the next: a tool's side effects
+    never come before the start of its call on a screen, and a consumer that stops
+    asking stops the run.
     `paused`: where a resumed run goes on from (`Agent.resume_stream`).
     """
     if agent.context is not None:
@@ -450,7 +467,7 @@ def open_stream(
         await agent._play(run, task, history, paused=paused, hooks=hooks)
 
     ending = _Ending(run)
-    return RunStream(_events(run, play, ending, paced), ending)
+    return RunStream(_events(run, play, ending), ending)
 
 
 class SyncRunStream:
@@ -495,7 +512,7 @@ class SyncRunStream:
 
 def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
     """`stream`'s events on a private event loop in this thread; Ctrl-C ends with ``done``."""
-    with _StepLoop() as steps:
+    with PrivateLoop(lambda: stream._ending.run.dispatcher.left_behind) as steps:
         try:
             while True:
                 try:
@@ -518,63 +535,6 @@ def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
         finally:
             if stream.result is None:
                 steps.run(stream.aclose())
-
-
-class _StepLoop:
-    """`asyncio.Runner` for many short steps: Ctrl-C handled once for all of them.
-
-    ``Runner.run`` installs and removes its SIGINT handler at every call, which
-    costs more than a streamed event. Here the first Ctrl-C while a step runs
-    cancels the step and `run` raises KeyboardInterrupt, as ``Runner.run`` does;
-    between steps it is raised at once, as without a handler.
-    """
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._step: asyncio.Task[Any] | None = None
-        self._interrupted = False
-        self._previous: Any = None
-
-    def __enter__(self) -> _StepLoop:
-        asyncio.set_event_loop(self._loop)
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        ):
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._on_sigint:
-            signal.signal(signal.SIGINT, self._previous)
-        loop = self._loop
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
-
-    def run(self, step: Coroutine[Any, Any, _T]) -> _T:
-        task: asyncio.Task[_T] = self._loop.create_task(step)
-        self._step = task
-        try:
-            return self._loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if self._interrupted:
-                raise KeyboardInterrupt from None
-            raise
-        finally:
-            self._step = None
-
-    def _on_sigint(self, signum: int, frame: object) -> None:
-        step = self._step
-        if step is not None and not step.done() and not self._interrupted:
-            self._interrupted = True
-            step.cancel()
-            self._loop.call_soon_threadsafe(lambda: None)  # wake the loop
-            return
-        raise KeyboardInterrupt
 
 
 async def _take(stream: RunStream) -> list[StreamEvent]:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,143 @@ async def test_a_timeout_around_arun_still_raises_timeout_error() -> None:
     await giving_up
 
     assert_partial(raised.value.__cause__.result)  # type: ignore[union-attr]
+
+
+# --- the calls that finished are kept, whatever stops the run ---------------------------
+
+# One reply per convention: a quick call with side effects, then one that waits for the
+# operator. Under json and plan both are in one turn (one wave); with one slot of
+# concurrency the quick one ends, its record made, before the waiting one can start.
+FINISHED_FIRST: dict[str, Any] = {
+    "json": {
+        "tool_calls": [
+            _call("c1", "note", {"text": "a"}),
+            _call("c2", "wait_for_operator", {}),
+        ]
+    },
+    "plan": {"content": "```plan\nn = note(text='a')\nw = wait_for_operator()\n```"},
+    "code": {
+        "content": "```python\nfrom tools import note, wait_for_operator\n"
+        "note(text='a')\nnote(text='b')\nwait_for_operator()\n```"
+    },
+}
+
+
+class Operator:
+    """A side-effecting note and a call that waits until the test releases it."""
+
+    def __init__(self, *, announce: bool = False) -> None:
+        self.announce = announce  # print "waiting" when the call starts (a host process)
+        self.noted: list[str] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def agent(self, convention: str, **options: Any) -> Agent:
+        noted, started, release, announce = self.noted, self.started, self.release, self.announce
+
+        @tool(side_effects=True)
+        def note(text: str) -> str:
+            """Keep a note.
+
+            Args:
+                text: what to note
+            """
+            noted.append(text)
+            return "noted"
+
+        @tool
+        def wait_for_operator() -> str:
+            """Wait until an operator answers."""
+            started.set()
+            if announce:
+                print("waiting", flush=True)
+            release.wait(60)
+            return "answered"
+
+        model = ScriptedModel([FINISHED_FIRST[convention], {"content": "never reached"}])
+        return Agent(
+            model,
+            [note, wait_for_operator],
+            convention=convention,
+            max_concurrency=1,
+            tool_timeout=120,
+            **options,
+        )
+
+
+def assert_finished_calls_kept(result: RunResult, noted: list[str], trace: Path) -> None:
+    """Each note that ran is in the result, and in the trace before its end."""
+    assert result.status == "cancelled"
+    kept = [c for c in result.calls if c.name == "note"]
+    assert [c.arguments["text"] for c in kept] == noted and noted
+    assert all(c.ok and c.result == "noted" for c in kept)
+    events = list(read_trace(trace))
+    traced = [e["id"] for e in events if e["event"] == "call"]
+    assert traced == [c.id for c in result.calls]
+    assert events[-1]["event"] == "run_end" and events[-1]["calls"] == len(result.calls)
+
+
+@pytest.mark.filterwarnings("ignore:wait_for_operator is still running")
+@pytest.mark.parametrize("convention", ["json", "plan", "code"])
+async def test_a_cancelled_arun_keeps_the_calls_that_finished_in_the_cut_turn(
+    convention: str, tmp_path: Path, agents: list[Agent]
+) -> None:
+    operator = Operator()
+    agent = operator.agent(convention, trace=tmp_path / "run.jsonl")
+    agents.append(agent)
+    task = asyncio.create_task(agent.arun("Note, then ask the operator."))
+    try:
+        await asyncio.to_thread(operator.started.wait, 60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError) as raised:
+            await task
+    finally:
+        operator.release.set()
+    result = raised.value.result  # type: ignore[attr-defined]
+    assert_finished_calls_kept(result, operator.noted, tmp_path / "run.jsonl")
+
+
+# The host of the Ctrl-C test below, for a turn (json) and a script (code).
+HOST_CUT = textwrap.dedent(
+    """
+    import json, signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.path.insert(0, sys.argv[3])
+    from test_cancel import Operator
+
+    operator = Operator(announce=True)
+    agent = operator.agent(sys.argv[2], trace=sys.argv[1])
+    result = agent.run("Note, then ask the operator.")
+    operator.release.set()
+    agent.close()
+    print(json.dumps({"result": result.to_dict(), "noted": operator.noted}))
+    """
+)
+
+
+@pytest.mark.parametrize("convention", ["json", "code"])
+def test_ctrl_c_keeps_the_calls_that_finished_in_the_cut_turn(
+    convention: str, tmp_path: Path
+) -> None:
+    trace = tmp_path / "run.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST_CUT, str(trace), convention, str(Path(__file__).parent)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline() == "waiting\n"
+        host.send_signal(signal.SIGINT)
+        out, err = host.communicate(timeout=120)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+    assert host.returncode == 0, err
+    printed = json.loads(out.strip().splitlines()[-1])
+    result = RunResult.from_dict(printed["result"])
+    assert_finished_calls_kept(result, printed["noted"], trace)

@@ -320,6 +320,115 @@ def test_breaking_out_of_stream_sync_cancels_the_run_and_leaves_no_thread_behind
     assert set(threading.enumerate()) - before == set()
 
 
+# A script that notes twice, then waits for the operator: its notes' ends are streamed
+# while it runs, before the stream is left.
+NOTE_THEN_WAIT = (
+    "```python\nfrom tools import note, wait_for_operator\n"
+    "note(text='a')\nnote(text='b')\nwait_for_operator()\n```"
+)
+
+
+def _noting_agent(
+    noted: list[str], gate: threading.Event, replies: list[Any], **options: Any
+) -> Agent:
+    @tool(side_effects=True)
+    def note(text: str) -> str:
+        """Keep a note.
+
+        Args:
+            text: what to note
+        """
+        noted.append(text)
+        return "noted"
+
+    @tool
+    def wait_for_operator() -> str:
+        """Wait until an operator answers."""
+        gate.wait(60)
+        return "answered"
+
+    return Agent(
+        ScriptedModel(replies),
+        [note, wait_for_operator],
+        convention="code" if isinstance(replies[0], str) else "json",
+        max_rounds=len(replies),
+        **options,
+    )
+
+
+def _until_the_wait(events: Any) -> list[str]:
+    """Take events up to the operator call's start; the ids of the calls seen ending."""
+    ended = []
+    for event in events:
+        if isinstance(event, CallEndEvent):
+            ended.append(event.id)
+        if isinstance(event, CallStartEvent) and event.name == "wait_for_operator":
+            break
+    return ended
+
+
+@pytest.mark.filterwarnings("ignore:wait_for_operator is still running")
+def test_closing_stream_sync_keeps_the_calls_it_reported_ended(tmp_path: Path) -> None:
+    noted: list[str] = []
+    gate = threading.Event()
+    replies: list[Any] = [NOTE_THEN_WAIT, "never reached"]
+    with _noting_agent(noted, gate, replies, trace=tmp_path / "run.jsonl") as agent:
+        events = agent.stream_sync("Note, then ask the operator.")
+        try:
+            ended = _until_the_wait(events)
+            result = events.close()
+        finally:
+            gate.set()
+    assert noted == ["a", "b"] and len(ended) == 2
+    assert result.status == "cancelled"
+    assert [c.id for c in result.calls if c.ok] == ended
+    traced = [e["id"] for e in read_trace(tmp_path / "run.jsonl") if e["event"] == "call"]
+    assert traced == [c.id for c in result.calls]
+
+
+@pytest.mark.filterwarnings("ignore:wait_for_operator is still running")
+async def test_closing_a_stream_keeps_the_calls_it_reported_ended(tmp_path: Path) -> None:
+    noted: list[str] = []
+    gate = threading.Event()
+    replies: list[Any] = [NOTE_THEN_WAIT, "never reached"]
+    with _noting_agent(noted, gate, replies, trace=tmp_path / "run.jsonl") as agent:
+        stream = agent.stream("Note, then ask the operator.")
+        ended = []
+        try:
+            async for event in stream:
+                if isinstance(event, CallEndEvent):
+                    ended.append(event.id)
+                if isinstance(event, CallStartEvent) and event.name == "wait_for_operator":
+                    break
+            result = await stream.aclose()
+        finally:
+            gate.set()
+    assert noted == ["a", "b"] and len(ended) == 2
+    assert result.status == "cancelled"
+    assert [c.id for c in result.calls if c.ok] == ended
+    traced = [e["id"] for e in read_trace(tmp_path / "run.jsonl") if e["event"] == "call"]
+    assert traced == [c.id for c in result.calls]
+
+
+async def test_a_held_stream_left_by_break_runs_nothing_more() -> None:
+    noted: list[str] = []
+    replies: list[Any] = [
+        {"tool_calls": [_call(f"c{n}", "note", {"text": str(n)})]} for n in range(10)
+    ]
+    stream = _noting_agent(noted, threading.Event(), [*replies, {"content": "done"}]).stream(
+        "Note ten times."
+    )
+    async for event in stream:
+        if isinstance(event, CallEndEvent):
+            break  # the stream is still held: nothing drops it
+    # The consumer goes on with other work, the event loop turning meanwhile.
+    await asyncio.to_thread(threading.Event().wait, 0)
+    result = await stream.aclose()
+    assert noted == ["0"]
+    assert result.status == "cancelled"
+    assert [c.id for c in result.calls] == ["c0"]
+
+
 def _processes_of(uid: int) -> int:
     count = 0
     for entry in os.listdir("/proc"):

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, CallRecord, RunResult, Toolbox, tool
+from tooluse import Agent, CallRecord, DoneEvent, RunResult, Toolbox, run_script, tool
 from tooluse.models import ScriptedModel
+from tooluse.sandbox import Sandbox
 
 # A deadline for runs that must end; a run that hangs fails the test instead of the suite.
 DEADLINE_S = 60
@@ -178,6 +179,107 @@ async def test_an_async_tool_ignoring_its_timeout_is_recorded_as_timed_out(
         assert only_call(result).error == "stubborn timed out after 0.2 s"
     assert from_code.scripts[0].stdout == "stubborn timed out after 0.2 s\n"
     assert outlived
+
+
+class Stubborn:
+    """An async tool that goes on when cancelled, until the test releases it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+        self.finished = threading.Event()
+        # A runtime that waited for the tool would never return: released after the
+        # deadline, the test fails instead of hanging.
+        self.watchdog = threading.Timer(DEADLINE_S, self.release.set)
+
+    def tool(self, timeout: float | None = None) -> Any:
+        release, started, cancelled, finished = (
+            self.release,
+            self.started,
+            self.cancelled,
+            self.finished,
+        )
+
+        @tool(timeout=timeout)
+        async def stubborn() -> str:
+            """Ignore cancellation until released."""
+            started.set()
+            while not release.is_set():
+                try:
+                    await asyncio.sleep(0.01)
+                except asyncio.CancelledError:
+                    cancelled.set()
+            finished.set()
+            return "finished late"
+
+        return stubborn
+
+    def __enter__(self) -> Stubborn:
+        self.watchdog.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release.set()
+        self.watchdog.cancel()
+
+
+def _stubborn_run(driver: str, stubborn: Any) -> list[CallRecord]:
+    """The calls of a run of `stubborn`, driven by ``driver``, once the driver returned."""
+    if driver == "run_script":
+        with Sandbox() as sandbox:
+            return run_script(
+                sandbox, "import tools\ntools.stubborn()", [stubborn], timeout=30
+            ).calls
+    if driver == "code":
+        reply: Any = fenced(
+            "try:\n    tools.stubborn()\nexcept tools.ToolError as exc:\n    print(exc)"
+        )
+    else:
+        reply = json_call("stubborn", {})
+    model = ScriptedModel([reply, {"content": "done"}])
+    convention = "code" if driver == "code" else "json"
+    with Agent(model, [stubborn], convention=convention, tool_timeout=0.2) as agent:
+        if driver != "stream_sync":
+            result = agent.run("go")
+        else:
+            done = list(agent.stream_sync("go"))[-1]
+            assert isinstance(done, DoneEvent)
+            result = done.result
+    assert result.status == "completed", result.error
+    return result.calls
+
+
+@pytest.mark.parametrize("driver", ["json", "code", "stream_sync", "run_script"])
+def test_run_returns_at_the_timeout_leaving_an_async_tool_that_ignores_it_behind(
+    driver: str,
+) -> None:
+    with Stubborn() as stubborn:
+        with pytest.warns(RuntimeWarning, match="stubborn is still running"):
+            calls = _stubborn_run(driver, stubborn.tool(timeout=0.2))
+        # run() has returned while the tool still runs: it was left behind, not awaited
+        blocked = not stubborn.finished.is_set()
+    assert blocked
+    assert stubborn.cancelled.is_set()
+    assert [c.error for c in calls] == ["stubborn timed out after 0.2 s"]
+    # left behind on its own, it still goes on to its end once released
+    assert stubborn.finished.wait(DEADLINE_S)
+
+
+async def test_a_cancelled_arun_does_not_wait_for_an_async_tool_that_ignores_it() -> None:
+    with Stubborn() as stubborn:
+        model = ScriptedModel([json_call("stubborn", {}), {"content": "done"}])
+        agent = Agent(model, [stubborn.tool()], tool_timeout=None)
+        task = asyncio.create_task(agent.arun("go"))
+        await asyncio.to_thread(stubborn.started.wait, DEADLINE_S)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError) as raised:
+            await task
+        blocked = not stubborn.finished.is_set()
+    assert blocked
+    assert raised.value.result.status == "cancelled"  # type: ignore[attr-defined]
+    # left behind on this event loop, it goes on to its end once released
+    assert await asyncio.to_thread(stubborn.finished.wait, DEADLINE_S)
 
 
 def test_sync_tools_that_never_return_do_not_block_exit() -> None:
