@@ -23,6 +23,7 @@ the turn or script it was stopped in included.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
@@ -307,7 +308,10 @@ class StreamHooks:
         if self._loop is None or threading.get_ident() == self._loop_thread:
             emit()
         else:
-            self._loop.call_soon_threadsafe(emit)
+            # A closed loop means the run was stopped and nobody reads on: the call's
+            # record is kept by the run itself, and only the event is dropped.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(emit)
 
     def script_ended(self, effect: RunScript, reply: Any) -> None:
         if self._line:

@@ -306,22 +306,37 @@ async def test_the_scratch_directory_holds_a_bounded_number_of_files(
         assert line.endswith("No space left on device")
 
 
+# Writes "finished, ok" and the monitor's exit record to every pipe the script can write to.
+FORGE_FINISHED = (
+    "import os, stat, fcntl, time\n"
+    "for fd in range(3, 64):\n"
+    "    try:\n"
+    "        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
+    '            os.write(fd, b\'{"t":"done","ok":true}\\n\')\n'
+    '            os.write(fd, b\'{"t":"exit","code":0,"signal":null}\\n\')\n'
+    "    except OSError:\n"
+    "        pass\n"
+)
+
+
 async def test_a_script_cannot_declare_itself_finished(sandbox: Sandbox) -> None:
-    script = (
-        "import os, stat, fcntl\n"
-        "for fd in range(3, 64):\n"
-        "    try:\n"
-        "        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
-        '            os.write(fd, b\'{"t":"done","ok":true}\\n\')\n'
-        '            os.write(fd, b\'{"t":"exit","code":0,"signal":null}\\n\')\n'
-        "    except OSError:\n"
-        "        pass\n"
-        "while True:\n"
-        "    pass\n"
-    )
+    script = FORGE_FINISHED + "while True:\n    time.sleep(1)\n"
     result = await sandbox.execute(script, timeout=2)
     # The run ends when the script does: here, at the wall clock, and nothing is left.
     assert (result.status, result.limit) == ("timeout", "wall_clock")
+
+
+async def test_a_forged_finish_does_not_hide_the_cpu_limit(tight: Sandbox) -> None:
+    script = FORGE_FINISHED + "while True:\n    pass\n"
+    result = await tight.execute(script, timeout=60)
+    assert (result.status, result.limit) == ("killed", "cpu"), result.error
+
+
+async def test_a_forged_finish_does_not_hide_the_exit_status(sandbox: Sandbox) -> None:
+    script = FORGE_FINISHED + "os._exit(3)\n"
+    result = await sandbox.execute(script, timeout=30)
+    assert result.status == "error"
+    assert result.error == "the script exited with status 3"
 
 
 # The script's end of the tool channel: the pipe it writes calls to and the one it reads

@@ -506,7 +506,10 @@ class Execution:
                 "all of the script's processes together)",
                 "cpu",
             )
-        if done is not None:
+        # The outcome the script reports counts only when the worker that sent it went on
+        # to exit cleanly: a script can forge that message and then be killed, or exit.
+        clean = exit_ is not None and exit_.get("code") == 0 and not exit_.get("signal")
+        if done is not None and clean:
             if done.get("ok"):
                 return "ok", None, None
             error = str(done.get("error", ""))
