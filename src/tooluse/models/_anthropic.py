@@ -25,15 +25,10 @@ kept only in ``raw``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 import anthropic
-
-try:  # the transport under the SDK: httpx2 in recent releases, httpx before
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - older SDKs
-    import httpx as _http  # type: ignore[no-redef]
 
 from .._exceptions import (
     ModelError,
@@ -44,36 +39,24 @@ from .._exceptions import (
 )
 from .._messages import Message, ToolCall, Usage
 from ..tools._render import to_anthropic
-from ._base import (
-    CallDelta,
-    Delta,
-    DeltaSink,
-    Model,
-    ModelRequest,
-    ModelResponse,
-    TextDelta,
-    own_names,
-    wire_names,
-)
+from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
     Failure,
-    RetryPolicy,
     excerpt,
     reply_object,
     reply_text,
-    resolve_key,
     retry_after_seconds,
     server_message,
     status_failure,
     timed_out,
     unreachable,
-    with_retries,
 )
+from ._vendor import VendorModel, _StreamFault
 
 __all__ = ["AnthropicChat", "anthropic_messages"]
 
 
-class AnthropicChat(Model):
+class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
     """A Claude model reached through the official ``anthropic`` SDK.
 
     The key comes from `api_key`, else ``ANTHROPIC_API_KEY``; with neither, a
@@ -88,7 +71,18 @@ class AnthropicChat(Model):
     exceeds `max_backoff`. Other failures are raised at once. A `client`
     passed in is used as is, apart from its own retries, which are turned
     off; the caller closes it.
+
+    `respond_stream` passes text and ``input_json_delta`` pieces on as they
+    arrive; an ``error`` event is judged as the same error in a status line
+    would be (``overloaded_error`` is retried while no piece was passed on).
     """
+
+    _vendor = "anthropic"
+    _key_var = "ANTHROPIC_API_KEY"
+    _base_url_var = "ANTHROPIC_BASE_URL"
+    _keyless = "a gateway that needs none"
+    _timeout_hint = "long replies may need a larger timeout=..."
+    _sdk_error = anthropic.AnthropicError
 
     def __init__(
         self,
@@ -103,158 +97,24 @@ class AnthropicChat(Model):
         max_backoff: float = 30.0,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
-        if max_retries < 0:
-            raise UsageError(f"max_retries must be 0 or more, not {max_retries}")
         if max_tokens < 1:
             raise UsageError(f"max_tokens must be at least 1, not {max_tokens}")
-        self.model = model
-        self.name = f"anthropic:{model}"
-        self.timeout = timeout
-        self.max_retries = max_retries
+        super().__init__(
+            model,
+            connect=anthropic.AsyncAnthropic,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
         self.max_tokens = max_tokens
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self._owns_client = client is None
-        if client is None:
-            client = anthropic.AsyncAnthropic(
-                api_key=resolve_key(
-                    api_key,
-                    base_url,
-                    key_var="ANTHROPIC_API_KEY",
-                    base_url_var="ANTHROPIC_BASE_URL",
-                    keyless="a gateway that needs none",
-                ),
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=0,
-            )
-        else:
-            # Retries are ours, so that they are counted and reported the same
-            # way whoever built the client.
-            client = client.with_options(max_retries=0)
-        self._client = client
-        self._responses = 0
-        self._closed = False
-
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client requests go through (with its own retries off)."""
-        return self._client
-
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        if self._closed:
-            raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params, names = self._params(request)
-
-        async def attempt() -> bytes:
-            raw = await self._client.messages.with_raw_response.create(**params)
-            body: bytes = await raw.read()
-            return body
-
-        body = await with_retries(
-            attempt,
-            catch=anthropic.AnthropicError,
-            classify=self._failure,
-            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
-        )
-        self._responses += 1
-        return own_names(self._read(body), names)
-
-    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
-        """`respond`, streamed: text and ``input_json_delta`` pieces passed on as they arrive.
-
-        The read timeout applies between events. An ``error`` event, a broken
-        connection or a stall before any piece was passed on is retried as
-        `respond` retries; after, it raises at once (what was passed on cannot
-        be taken back), saying how far the stream got.
-        """
-        if self._closed:
-            raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params, names = self._params(request)
-        params["stream"] = True
-        ours = {wire: name for name, wire in names.items()}
-        passed = 0
-
-        def pass_on(delta: Delta) -> None:
-            nonlocal passed
-            passed += 1
-            on_delta(delta)
-
-        def give_up(failure: Failure, reading: _EventReader) -> _Classified:
-            if not passed:
-                return _Classified(failure)
-            return _Classified(
-                Failure(
-                    ModelResponseError,
-                    f"the stream from {self.base_url} broke {reading.where()}: "
-                    f"{failure.message}; its pieces were already passed on, so it was "
-                    "not retried",
-                )
-            )
-
-        async def attempt() -> dict[str, Any]:
-            reading = _EventReader(pass_on, ours)
-            stream = await self._client.messages.create(**params)
-            try:
-                async for event in stream:
-                    reading.add(event)
-            except anthropic.APIStatusError as exc:
-                # An ``error`` event: the SDK raises it with the stream's own status (200).
-                failure = (
-                    _event_failure(exc, self.base_url)
-                    if exc.status_code == 200
-                    else self._failure(exc)
-                )
-                raise give_up(failure, reading) from exc
-            except _http.TimeoutException as exc:
-                failure = timed_out(
-                    self.base_url, self.timeout, "long replies may need a larger timeout=..."
-                )
-                if passed:
-                    failure = Failure(failure.kind, f"nothing arrived for {self.timeout:g} s")
-                raise give_up(failure, reading) from exc
-            except _http.TransportError as exc:
-                failure = unreachable(self.base_url, exc)
-                if passed:
-                    failure = Failure(failure.kind, f"the connection was lost ({exc})")
-                else:
-                    failure = Failure(failure.kind, f"{self.base_url} broke the stream: {exc}")
-                raise give_up(failure, reading) from exc
-            except json.JSONDecodeError as exc:
-                raise ModelResponseError(
-                    f"{self.base_url} sent a stream event that is not JSON "
-                    f"({exc.msg}): {exc.doc[:200]!r}"
-                ) from exc
-            finally:
-                await stream.close()
-            return reading.body(self.model)
-
-        data = await with_retries(
-            attempt,
-            catch=anthropic.AnthropicError,
-            classify=self._stream_failure,
-            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
-        )
-        self._responses += 1
-        return own_names(self._read(json.dumps(data).encode()), names)
-
-    def _stream_failure(self, exc: anthropic.AnthropicError) -> Failure:
-        return exc.failure if isinstance(exc, _Classified) else self._failure(exc)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client, unless it was passed in; the model is unusable after."""
-        self._closed = True
-        if self._owns_client:
-            await self._client.close()
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, str]]:
-        names = wire_names([t.name for t in request.tools])
+    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
         system, messages = anthropic_messages(request.messages)
         for message in messages if names else ():
             for block in message["content"]:
@@ -273,25 +133,23 @@ class AnthropicChat(Model):
             for rendered in tools:
                 rendered["name"] = names.get(rendered["name"], rendered["name"])
             params["tools"] = tools
-            params["tool_choice"] = _tool_choice(request)
-            if "name" in params["tool_choice"]:
-                choice = params["tool_choice"]["name"]
-                params["tool_choice"]["name"] = names.get(choice, choice)
+            params["tool_choice"] = _tool_choice(request.tool_choice, names)
             if request.parallel_tool_calls is False and request.tool_choice != "none":
                 params["tool_choice"]["disable_parallel_tool_use"] = True
-        elif request.tool_choice not in ("auto", "none"):
-            raise UsageError(
-                f"tool_choice={request.tool_choice!r} needs tools, but the request has none"
-            )
         if request.temperature is not None:
             # Recent SDKs dropped sampling parameters from create(); the field
             # still goes in the body for the models that accept it.
             params["extra_body"] = {"temperature": request.temperature}
-        return params, names
+        return params
+
+    async def _post(self, params: dict[str, Any]) -> bytes:
+        raw = await self._client.messages.with_raw_response.create(**params)
+        body: bytes = await raw.read()
+        return body
 
     # --- the response -----------------------------------------------------------------
 
-    def _read(self, body: bytes) -> ModelResponse:
+    def _checked(self, body: bytes) -> Mapping[str, Any]:
         server = self.base_url
         data = reply_object(body, server)
         if data.get("type") == "error":
@@ -307,10 +165,13 @@ class AnthropicChat(Model):
             raise ModelResponseError(
                 f"{server} answered with 'content' that is not a list: {excerpt(body)!r}"
             )
+        return data
+
+    def _response(self, data: Mapping[str, Any]) -> ModelResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
         problems: list[str] = []
-        for index, block in enumerate(blocks, start=1):
+        for index, block in enumerate(data["content"], start=1):
             if not isinstance(block, Mapping):
                 problems.append(f"content block #{index} is not an object")
                 continue
@@ -332,40 +193,54 @@ class AnthropicChat(Model):
                         arguments=_arguments_text(block.get("input")),
                     )
                 )
-        stop_reason = data.get("stop_reason")
-        model_name = data.get("model")
-        return ModelResponse(
-            content="".join(texts) if texts else None,
+        content = "".join(texts) if texts else None
+        return self._reply(
+            data,
+            content=content,
             tool_calls=calls,
-            usage=_usage(data.get("usage")),
-            finish_reason=stop_reason if isinstance(stop_reason, str) else None,
-            model_name=model_name if isinstance(model_name, str) and model_name else self.model,
             problems=problems,
-            raw=data,
+            usage=_usage(data.get("usage")),
+            finish_reason=data.get("stop_reason"),
         )
+
+    # --- the stream -------------------------------------------------------------------
+
+    async def _events(self, params: dict[str, Any]) -> AsyncGenerator[Any, None]:
+        stream = await self._client.messages.create(**params, stream=True)
+        try:
+            async for event in stream:
+                yield event
+        except json.JSONDecodeError as exc:
+            raise _StreamFault(
+                Failure(
+                    ModelResponseError,
+                    f"{self.base_url} sent a stream event that is not JSON "
+                    f"({exc.msg}): {exc.doc[:200]!r}",
+                )
+            ) from exc
+        finally:
+            await stream.close()
+
+    def _reader(self, names: Mapping[str, str], on_delta: DeltaSink) -> _EventReader:
+        return _EventReader(names, on_delta)
 
     # --- failures and retries ---------------------------------------------------------
 
     def _failure(self, exc: anthropic.AnthropicError) -> Failure:
         server = self.base_url
         if isinstance(exc, anthropic.APITimeoutError):
-            return timed_out(server, self.timeout, "long replies may need a larger timeout=...")
+            return timed_out(server, self.timeout, self._timeout_hint)
         if isinstance(exc, anthropic.APIConnectionError):
             return unreachable(server, exc)
+        if isinstance(exc, anthropic.APIStatusError) and exc.status_code == 200:
+            # An ``error`` event in a stream: the SDK raises it with the stream's own status.
+            return _event_failure(exc, server)
         if isinstance(exc, anthropic.APIStatusError):
             return _status_failure(exc, server)
         return Failure(ModelError, f"the anthropic client failed: {exc}")
 
 
 # --- streaming ------------------------------------------------------------------------
-
-
-class _Classified(anthropic.AnthropicError):
-    """A failure of a stream, already judged (retry or not, what to say)."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
 
 
 def _event_failure(exc: anthropic.APIStatusError, server: str) -> Failure:
@@ -385,7 +260,7 @@ def _event_failure(exc: anthropic.APIStatusError, server: str) -> Failure:
 class _EventReader:
     """Assembles Messages API stream events into the message body they stream."""
 
-    def __init__(self, on_delta: DeltaSink, names: Mapping[str, str]) -> None:
+    def __init__(self, names: Mapping[str, str], on_delta: DeltaSink) -> None:
         self._on_delta = on_delta
         self._names = names
         self._message: dict[str, Any] = {}
@@ -550,18 +425,14 @@ def _compact(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return list(blocks)
 
 
-def _tool_choice(request: ModelRequest) -> dict[str, Any]:
-    choice = request.tool_choice
+def _tool_choice(choice: str, names: Mapping[str, str]) -> dict[str, Any]:
     if choice == "auto":
         return {"type": "auto"}
     if choice == "required":
         return {"type": "any"}
     if choice == "none":
         return {"type": "none"}
-    names = [t.name for t in request.tools]
-    if choice not in names:
-        raise UsageError(f"tool_choice={choice!r} is not one of the request's tools: {names}")
-    return {"type": "tool", "name": choice}
+    return {"type": "tool", "name": names.get(choice, choice)}
 
 
 # --- reading replies and failures -----------------------------------------------------

@@ -7,48 +7,31 @@ llama.cpp's server and most hosted gateways.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import openai
 
-try:  # the transport under the SDK: httpx2 in recent releases, httpx before
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - older SDKs
-    import httpx as _http  # type: ignore[no-redef]
-
-from .._exceptions import ModelError, ModelResponseError, UsageError
+from .._exceptions import ModelError, ModelResponseError
 from .._messages import Usage, openai_messages, parse_openai_message
 from ..tools._render import to_openai
-from ._base import (
-    CallDelta,
-    Delta,
-    DeltaSink,
-    Model,
-    ModelRequest,
-    ModelResponse,
-    TextDelta,
-    own_names,
-    wire_names,
-)
+from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
     Failure,
-    RetryPolicy,
     excerpt,
     reply_object,
     reply_text,
-    resolve_key,
     server_message,
     status_failure,
     timed_out,
     unreachable,
-    with_retries,
 )
+from ._vendor import VendorModel, _StreamFault
 
 __all__ = ["OpenAIChat"]
 
 
-class OpenAIChat(Model):
+class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
     """A chat-completions model reached through the official ``openai`` SDK.
 
     `base_url` points at any OpenAI-compatible server (``http://localhost:11434/v1``
@@ -64,7 +47,18 @@ class OpenAIChat(Model):
     strict mode; `extra_body` is merged into every request body (for server
     options such as vLLM's ``top_k``). A `client` passed in is used as is,
     apart from its own retries, which are turned off; the caller closes it.
+
+    `respond_stream` sends ``stream=True`` and passes text and call pieces on
+    as they arrive; call arguments are assembled from their pieces and usage
+    is read from the final chunk (``stream_options.include_usage``).
     """
+
+    _vendor = "openai"
+    _key_var = "OPENAI_API_KEY"
+    _base_url_var = "OPENAI_BASE_URL"
+    _keyless = "a local server"
+    _timeout_hint = "slow local models may need a larger timeout=..."
+    _sdk_error = openai.OpenAIError
 
     def __init__(
         self,
@@ -80,150 +74,23 @@ class OpenAIChat(Model):
         backoff: float = 0.5,
         max_backoff: float = 30.0,
     ) -> None:
-        if max_retries < 0:
-            raise UsageError(f"max_retries must be 0 or more, not {max_retries}")
-        self.model = model
-        self.name = f"openai:{model}"
-        self.timeout = timeout
-        self.max_retries = max_retries
+        super().__init__(
+            model,
+            connect=openai.AsyncOpenAI,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
         self.strict_tools = strict_tools
         self.extra_body = dict(extra_body) if extra_body else {}
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self._owns_client = client is None
-        if client is None:
-            client = openai.AsyncOpenAI(
-                api_key=resolve_key(
-                    api_key,
-                    base_url,
-                    key_var="OPENAI_API_KEY",
-                    base_url_var="OPENAI_BASE_URL",
-                    keyless="a local server",
-                ),
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=0,
-            )
-        else:
-            # Retries are ours, so that they are counted and reported the same
-            # way whoever built the client.
-            client = client.with_options(max_retries=0)
-        self._client = client
-        self._responses = 0
-        self._closed = False
-
-    @property
-    def client(self) -> openai.AsyncOpenAI:
-        """The SDK client requests go through (with its own retries off)."""
-        return self._client
-
-    @property
-    def base_url(self) -> str:
-        return str(self._client.base_url)
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        if self._closed:
-            raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params, names = self._params(request)
-        raw = await with_retries(
-            lambda: self._client.chat.completions.with_raw_response.create(**params),
-            catch=openai.OpenAIError,
-            classify=self._failure,
-            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
-        )
-        self._responses += 1
-        return own_names(self._read(raw.content), names)
-
-    async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
-        """`respond`, with ``stream=True``: text and call pieces passed on as they arrive.
-
-        Call arguments are assembled from their pieces and usage is read from
-        the final chunk (``stream_options.include_usage``). The read timeout
-        applies between chunks. A failure before any piece was passed on is
-        retried as `respond` retries; after, it raises at once (what was passed
-        on cannot be taken back), saying how far the stream got.
-        """
-        if self._closed:
-            raise UsageError(f"{self.name} was closed; create a new model to send requests")
-        params, names = self._params(request)
-        params["stream"] = True
-        params["stream_options"] = {"include_usage": True}
-        ours = {wire: name for name, wire in names.items()}
-        passed = 0
-
-        def pass_on(delta: Delta) -> None:
-            nonlocal passed
-            passed += 1
-            on_delta(delta)
-
-        async def attempt() -> dict[str, Any]:
-            reading = _ChunkReader(ours, pass_on)
-            # The wire read as is: the SDK's typed chunk objects cost more per token than
-            # everything else here together.
-            opened = self._client.chat.completions.with_streaming_response.create(**params)
-            async with opened as response:
-                try:
-                    done = False
-                    async for data in _sse_data(response.iter_lines()):
-                        # Read on after [DONE] to the body's end, so the connection is reused.
-                        done = done or data == "[DONE]"
-                        if not done:
-                            reading.add(_chunk(data, self.base_url))
-                except _http.TimeoutException as exc:
-                    failed: openai.OpenAIError = openai.APITimeoutError(
-                        request=response.http_request
-                    )
-                    failed.__cause__ = exc
-                except _http.TransportError as exc:
-                    failed = openai.APIConnectionError(request=response.http_request)
-                    failed.__cause__ = exc
-                except _StreamError as exc:
-                    failed = exc
-                else:
-                    return reading.body(self.model)
-            if passed:
-                raise _StreamCut(self._cut_reason(failed), reading.where()) from failed
-            raise failed
-
-        body = await with_retries(
-            attempt,
-            catch=openai.OpenAIError,
-            classify=self._stream_failure,
-            policy=RetryPolicy(self.max_retries, self.backoff, self.max_backoff),
-        )
-        self._responses += 1
-        return own_names(self._read(json.dumps(body).encode()), names)
-
-    def _stream_failure(self, exc: openai.OpenAIError) -> Failure:
-        if isinstance(exc, _StreamError):
-            return Failure(ModelResponseError, str(exc))
-        if isinstance(exc, _StreamCut):
-            return Failure(
-                ModelResponseError,
-                f"the stream from {self.base_url} broke {exc.where}: {exc.reason}; "
-                "its pieces were already passed on, so it was not retried",
-            )
-        return self._failure(exc)
-
-    def _cut_reason(self, exc: openai.OpenAIError) -> str:
-        if isinstance(exc, _StreamError):
-            return str(exc)
-        if isinstance(exc, openai.APITimeoutError):
-            return f"nothing arrived for {self.timeout:g} s (the timeout)"
-        if isinstance(exc, openai.APIConnectionError):
-            return f"the connection was lost ({exc.__cause__ or exc})"
-        return self._failure(exc).message
-
-    async def aclose(self) -> None:
-        """Close the HTTP client, unless it was passed in; the model is unusable after."""
-        self._closed = True
-        if self._owns_client:
-            await self._client.close()
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, str]]:
-        names = wire_names([t.name for t in request.tools])
+    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
         messages = openai_messages(request.messages)
         if names:
             for message in messages:
@@ -241,27 +108,30 @@ class OpenAIChat(Model):
                 function = rendered["function"]
                 function["name"] = names.get(function["name"], function["name"])
             params["tools"] = tools
-            choice = _tool_choice(request)
-            if isinstance(choice, dict):
-                choice["function"]["name"] = names.get(request.tool_choice, request.tool_choice)
-            params["tool_choice"] = choice
+            choice = request.tool_choice
+            if choice in ("auto", "none", "required"):
+                params["tool_choice"] = choice
+            else:
+                name = names.get(choice, choice)
+                params["tool_choice"] = {"type": "function", "function": {"name": name}}
             if request.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = request.parallel_tool_calls
-        elif request.tool_choice not in ("auto", "none"):
-            raise UsageError(
-                f"tool_choice={request.tool_choice!r} needs tools, but the request has none"
-            )
         if request.max_output_tokens is not None:
             params["max_tokens"] = request.max_output_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if self.extra_body:
             params["extra_body"] = self.extra_body
-        return params, names
+        return params
+
+    async def _post(self, params: dict[str, Any]) -> bytes:
+        raw = await self._client.chat.completions.with_raw_response.create(**params)
+        body: bytes = raw.content
+        return body
 
     # --- the response -----------------------------------------------------------------
 
-    def _read(self, body: bytes) -> ModelResponse:
+    def _checked(self, body: bytes) -> Mapping[str, Any]:
         server = self.base_url
         data = reply_object(body, server)
         choices = data.get("choices")
@@ -285,29 +155,47 @@ class OpenAIChat(Model):
             raise ModelResponseError(
                 f"{server} answered with a choice that has no message: {excerpt(body)!r}"
             )
+        return data
+
+    def _response(self, data: Mapping[str, Any]) -> ModelResponse:
+        choice = data["choices"][0]
         content, calls, problems = parse_openai_message(
-            message, call_id_prefix=f"call_{self._responses}"
+            choice["message"], call_id_prefix=f"call_{self._responses}"
         )
-        finish_reason = choice.get("finish_reason")
-        model_name = data.get("model")
-        return ModelResponse(
+        return self._reply(
+            data,
             content=content,
             tool_calls=calls,
-            usage=_usage(data.get("usage")),
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-            model_name=model_name if isinstance(model_name, str) and model_name else self.model,
             problems=problems,
-            raw=data,
+            usage=_usage(data.get("usage")),
+            finish_reason=choice.get("finish_reason"),
         )
+
+    # --- the stream -------------------------------------------------------------------
+
+    async def _events(self, params: dict[str, Any]) -> AsyncGenerator[Mapping[str, Any], None]:
+        # The wire read as is: the SDK's typed chunk objects cost more per token than
+        # everything else here together.
+        opened = self._client.chat.completions.with_streaming_response.create(
+            **params, stream=True, stream_options={"include_usage": True}
+        )
+        async with opened as response:
+            done = False
+            async for data in _sse_data(response.iter_lines()):
+                # Read on after [DONE] to the body's end, so the connection is reused.
+                done = done or data == "[DONE]"
+                if not done:
+                    yield _chunk(data, self.base_url)
+
+    def _reader(self, names: Mapping[str, str], on_delta: DeltaSink) -> _ChunkReader:
+        return _ChunkReader(names, on_delta)
 
     # --- failures and retries ---------------------------------------------------------
 
     def _failure(self, exc: openai.OpenAIError) -> Failure:
         server = self.base_url
         if isinstance(exc, openai.APITimeoutError):
-            return timed_out(
-                server, self.timeout, "slow local models may need a larger timeout=..."
-            )
+            return timed_out(server, self.timeout, self._timeout_hint)
         if isinstance(exc, openai.APIConnectionError):
             return unreachable(server, exc)
         if isinstance(exc, openai.APIStatusError):
@@ -316,23 +204,10 @@ class OpenAIChat(Model):
                 exc.status_code,
                 reply_text(exc.body, exc.response.content),
                 exc.response.headers,
-                key_var="OPENAI_API_KEY",
+                key_var=self._key_var,
                 not_found_hint="check the model name, and base_url (it usually ends in /v1)",
             )
         return Failure(ModelError, f"the openai client failed: {exc}")
-
-
-class _StreamCut(openai.OpenAIError):
-    """A stream that failed after some of it was passed on: not to be retried."""
-
-    def __init__(self, reason: str, where: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.where = where
-
-
-class _StreamError(openai.OpenAIError):
-    """The stream said something wrong: an error object, or a chunk that is not JSON."""
 
 
 async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
@@ -354,15 +229,20 @@ def _chunk(data: str, server: str) -> Mapping[str, Any]:
     try:
         chunk = json.loads(data)
     except json.JSONDecodeError as exc:
-        raise _StreamError(
+        raise _fault(
             f"{server} sent a stream chunk that is not JSON ({exc.msg}): {data[:200]!r}"
         ) from None
     if not isinstance(chunk, Mapping):
-        raise _StreamError(f"{server} sent a stream chunk that is not an object: {data[:200]!r}")
+        raise _fault(f"{server} sent a stream chunk that is not an object: {data[:200]!r}")
     if chunk.get("error"):
         said = server_message(chunk["error"]) or excerpt(data.encode())
-        raise _StreamError(f"{server} sent an error in the stream: {said}")
+        raise _fault(f"{server} sent an error in the stream: {said}")
     return chunk
+
+
+def _fault(message: str) -> _StreamFault:
+    """A chunk that says the reply is unusable: not retried, even before any piece."""
+    return _StreamFault(Failure(ModelResponseError, message))
 
 
 class _ChunkReader:
@@ -473,16 +353,6 @@ class _ChunkReader:
         if self._usage is not None:
             body["usage"] = self._usage
         return body
-
-
-def _tool_choice(request: ModelRequest) -> str | dict[str, Any]:
-    choice = request.tool_choice
-    if choice in ("auto", "none", "required"):
-        return choice
-    names = [t.name for t in request.tools]
-    if choice not in names:
-        raise UsageError(f"tool_choice={choice!r} is not one of the request's tools: {names}")
-    return {"type": "function", "function": {"name": choice}}
 
 
 def _usage(raw: object) -> Usage | None:

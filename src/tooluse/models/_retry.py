@@ -95,11 +95,13 @@ class RetryPolicy:
 async def with_retries(
     attempt: Callable[[], Awaitable[T]],
     *,
-    catch: type[E],
+    catch: type[E] | tuple[type[E], ...],
     classify: Callable[[E], Failure],
     policy: RetryPolicy,
 ) -> T:
     """Await ``attempt()`` until it succeeds, retrying the `catch` exceptions `policy` allows.
+
+    `catch` is an exception class or a tuple of them, as ``except`` takes.
 
     Each caught exception is turned into a `Failure` by `classify`; one that is
     not retryable, or the last one allowed, is raised as its `ModelError`,
