@@ -1,4 +1,5 @@
-"""Shared test setup: the repository root on sys.path so `examples` imports, and fixtures."""
+"""Shared test setup: the repository root on sys.path so `examples` imports, the tiers'
+markers, and fixtures."""
 
 from __future__ import annotations
 
@@ -10,11 +11,37 @@ from typing import TYPE_CHECKING
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# The slow parts a test needs, by the folder or file it lives in (a test elsewhere
+# that needs one carries the marker itself). `make test-fast` deselects them all;
+# the markers are described in pyproject.toml.
+MARKS_BY_PATH = {
+    # Decoding with llama.cpp: the embedded model in process, or behind its server.
+    "models/test_local.py": "model",
+    "models/test_local_qwen.py": "model",
+    "models/test_local_stream.py": "model",
+    "models/test_llama_server.py": "model",
+    # The official MCP conformance suite, which runs on node.
+    "mcp/test_client_conformance.py": "npm",
+    "mcp/test_conformance_server.py": "npm",
+    "observe/test_browser.py": "browser",
+    "eval/ray": "ray",
+}
+
 if TYPE_CHECKING:
     from tooluse import Agent
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(TESTS).as_posix()
+        for path, marker in MARKS_BY_PATH.items():
+            if where == path or where.startswith(f"{path}/"):
+                item.add_marker(marker)
 
 
 @pytest.fixture
