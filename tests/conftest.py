@@ -3,6 +3,7 @@ markers, and fixtures."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,18 @@ if TYPE_CHECKING:
     from tooluse import Agent
 
 
+def runs_the_local_model(code: str, lang: str) -> bool:
+    """Whether a README or docs/ snippet (run by tests/test_docs.py) decodes with a local model."""
+    if lang == "python":
+        return "LocalModel(" in code or 'resolve_model("local' in code
+    argv = shlex.split(code, comments=True)
+    if argv[:1] != ["tooluse"]:
+        return False
+    if "--model" in argv[:-1]:
+        return argv[argv.index("--model") + 1].startswith("local")
+    return argv[1:2] == ["run"]  # `tooluse run` runs the local model by default
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -42,6 +55,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for path, marker in MARKS_BY_PATH.items():
             if where == path or where.startswith(f"{path}/"):
                 item.add_marker(marker)
+        callspec = getattr(item, "callspec", None)
+        if where == "test_docs.py" and callspec is not None:
+            snippets = [p for p in callspec.params.values() if hasattr(p, "code")]
+            if any(runs_the_local_model(s.code, s.lang) for s in snippets):
+                item.add_marker("model")
 
 
 @pytest.fixture
