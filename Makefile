@@ -5,7 +5,7 @@ TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
 # The demo agent's own instructions, as any agent built on these tools would have.
 SYSTEM ?= You are a helpful assistant. Call a tool only for a fact you do not have yet, and use the calculator for arithmetic. Once the tool results give you what you need, reply to the user in plain text and answer every part of the question.
 
-.PHONY: setup demo test check lint typecheck fmt pytest bench docs
+.PHONY: setup demo test test-fast check lint typecheck fmt pytest bench docs
 
 setup:
 	@./scripts/setup.sh
@@ -18,6 +18,11 @@ demo: setup
 		--model local --max-rounds 5 --trace traces/demo.jsonl
 
 test: setup lint typecheck pytest
+
+# Everything but what decodes with a local model, drives npm's MCP servers or a
+# browser, or starts Ray (markers set in tests/conftest.py): a few minutes on 2 cores.
+test-fast: setup
+	$(BIN)/pytest -q -m "not (model or npm or browser or ray)"
 
 lint:
 	$(BIN)/ruff check src tests bench examples scripts

@@ -21,47 +21,54 @@ from tooluse.context import ContextStore, ItemIdConflictError, NewItem, fts_quer
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-NASTY_QUERIES = [
-    "c++",
-    "API-keys",
-    "error: timeout",
-    '"foo',
-    'foo"',
-    '"',
-    "AND",
-    "OR",
-    "NOT",
-    "a AND",
-    "AND OR NOT",
-    "a.b",
-    "NEAR(",
-    "NEAR(a b, 2)",
-    "col:value",
-    "title : x",
-    "^start",
-    "prefix*",
-    "*",
-    "(unbalanced",
-    "x)",
-    "{a b}",
-    "- minus",
-    "+plus",
-    "",
-    "   ",
-    "🙂",
-    "🔥 fire 🔥",
-    "naïve café",
-    "日本語のテキスト",
-    "\x00",
-    "a\x00b",
-    "tab\there",
-    "'single'",
-    "back\\slash",
-    "%_%",
-    "lone \ud800 surrogate",
-    "x" * 5000,
-    " ".join(f"w{i}" for i in range(500)),
-]
+# Queries full of FTS5 syntax and odd characters, and the words each searches for:
+# nothing in them is read as syntax, and a query without words matches nothing.
+NASTY_QUERIES: dict[str, tuple[str, ...]] = {
+    "c++": ("c",),
+    "API-keys": ("api", "keys"),
+    "error: timeout": ("error", "timeout"),
+    '"foo': ("foo",),
+    'foo"': ("foo",),
+    '"': (),
+    "AND": ("and",),
+    "OR": ("or",),
+    "NOT": ("not",),
+    "a AND": ("a", "and"),
+    "AND OR NOT": ("and", "or", "not"),
+    "a.b": ("a", "b"),
+    "NEAR(": ("near",),
+    "NEAR(a b, 2)": ("near", "a", "b", "2"),
+    "col:value": ("col", "value"),
+    "title : x": ("title", "x"),
+    "^start": ("start",),
+    "prefix*": ("prefix",),
+    "*": (),
+    "(unbalanced": ("unbalanced",),
+    "x)": ("x",),
+    "{a b}": ("a", "b"),
+    "- minus": ("minus",),
+    "+plus": ("plus",),
+    "": (),
+    "   ": (),
+    "🙂": (),
+    "🔥 fire 🔥": ("fire",),
+    "naïve café": ("naïve", "café"),
+    "日本語のテキスト": ("日本語のテキスト",),
+    "\x00": (),
+    "a\x00b": ("a", "b"),
+    "tab\there": ("tab", "here"),
+    "'single'": ("single",),
+    "back\\slash": ("back", "slash"),
+    "%_%": (),
+    "lone \ud800 surrogate": ("lone", "surrogate"),
+    "x" * 5000: ("x" * 5000,),
+    # A query searches for its first words only, as many as the store takes.
+    " ".join(f"w{i}" for i in range(500)): tuple(
+        f"w{i}" for i in range(tooluse.context._store._MAX_QUERY_TERMS)
+    ),
+}
+# Every word, and the words the longest query leaves out.
+QUERY_WORDS = sorted({w for words in NASTY_QUERIES.values() for w in words} | {"w499", "w64"})
 
 
 @pytest.fixture
@@ -459,21 +466,35 @@ def test_tags_are_searchable_as_text(store: ContextStore) -> None:
 # -- query sanitization ----------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def word_store() -> Iterator[ContextStore]:
+    """One item per word of the nasty queries, the word its id and its whole text."""
+    with ContextStore() as s:
+        s.put_many(NewItem(word, word, "observation") for word in QUERY_WORDS)
+        yield s
+
+
 @pytest.mark.parametrize("query", NASTY_QUERIES)
-def test_nasty_queries_never_raise(corpus: ContextStore, query: str) -> None:
-    hits = corpus.query(query, top_k=3)
-    assert isinstance(hits, list)
-    assert len(hits) <= 3
+def test_nasty_queries_never_raise_and_find_the_items_of_their_words(
+    word_store: ContextStore, query: str
+) -> None:
+    hits = word_store.query(query, top_k=len(QUERY_WORDS))
+    assert sorted(h.item_id for h in hits) == sorted(NASTY_QUERIES[query])
 
 
 @pytest.mark.parametrize("query", NASTY_QUERIES)
 def test_sanitized_expression_is_valid_fts5(query: str) -> None:
+    # Valid FTS5 that means the query's words and nothing else, or None for no words.
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5 (x)")
-    conn.execute("INSERT INTO t VALUES ('c api keys error timeout foo a b near')")
+    conn.executemany("INSERT INTO t VALUES (?)", [(word,) for word in QUERY_WORDS])
     match = fts_query(query)
-    if match is not None:
-        conn.execute("SELECT * FROM t WHERE t MATCH ?", (match,)).fetchall()
+    if not NASTY_QUERIES[query]:
+        assert match is None
+        return
+    assert match is not None
+    rows = conn.execute("SELECT x FROM t WHERE t MATCH ?", (match,)).fetchall()
+    assert sorted(x for (x,) in rows) == sorted(NASTY_QUERIES[query])
 
 
 def test_operator_words_are_searched_for_literally(store: ContextStore) -> None:

@@ -185,6 +185,7 @@ def test_sqlite_server_in_both_conventions(tmp_path: Path) -> None:
 # --- the npm reference server, through npx ----------------------------------------------
 
 
+@pytest.mark.npm
 def test_everything_server_through_npx() -> None:
     with MCPClient.stdio(everything_server()) as client:
         box = client.toolbox()

@@ -221,6 +221,7 @@ async def test_on_the_callers_loop_a_hang_times_out_and_a_death_is_reported(
     assert not alive(int(pid_file.read_text()))
 
 
+@pytest.mark.npm
 def test_a_call_refused_for_a_session_the_restarted_server_forgot_is_sent_again() -> None:
     # Nothing is called while the server is down, so the first the client learns of
     # the restart is the new server refusing the session the call was sent in; a

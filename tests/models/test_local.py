@@ -201,7 +201,10 @@ def test_an_agent_runs_on_the_embedded_model_in_every_convention() -> None:
         )
         with agent:
             result = agent.run("What is the weather in Paris?")
-        assert result.status in ("completed", "max_rounds", "cycle"), (convention, result.error)
+        # Decoding is greedy, so each convention's run is the same every time, and it
+        # ends with the model's answer (SmolLM2 answers this one without a tool).
+        assert result.status == "completed", (convention, result.error)
+        assert result.answer and result.answer == result.messages[-1].content, convention
         assert result.usage.input_tokens > 0 and result.usage.source == "provider"
         if convention == "json":
             # Constrained decoding: nothing the model emits fails validation.

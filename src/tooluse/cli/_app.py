@@ -34,6 +34,7 @@ from .._trace import EventSink
 from ..models._spec import resolve_model
 from ..tools import Tool
 from ._bench import bench_app
+from ._extras import need
 from ._lint import lint_command
 from ._live import LiveView
 from ._mcp import mcp_app
@@ -113,7 +114,8 @@ def open_servers(ctx: typer.Context, servers: list[str]) -> list[MCPClient]:
     """
     if not servers:
         return []
-    from ..mcp import MCPClient  # the mcp extra, needed only here
+    need("mcp", "--mcp")
+    from ..mcp import MCPClient
 
     said = logging.getLogger("tooluse.mcp")
     if not any(isinstance(h, _WarningLine) for h in said.handlers):

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .. import UsageError
+from ._extras import need
 
 if TYPE_CHECKING:
     from ..eval import CallPolicy, Row
@@ -164,6 +165,7 @@ def _bench(
     ray_cpus: float = 1.0,
     rate_limit: float | None = None,
 ) -> None:
+    need("eval", "tooluse bench")  # for the plots and the fitted lines, checked before the run
     from ..eval import (
         Bench,
         BenchConfig,

@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ._extras import need
+
 mcp_app = typer.Typer(help="Serve toolboxes over the Model Context Protocol.", no_args_is_help=True)
 err = Console(stderr=True)
 
@@ -35,6 +37,7 @@ def serve_command(
     Every call is validated, run and recorded by the same dispatcher as in an agent run;
     a call refused or failed is an error result the client's model can read.
     """
+    need("mcp", "tooluse mcp serve")
     # Imported here: the command module is imported by the app, which holds these.
     from ..mcp import serve
     from ._app import _open_trace, load_toolbox

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from .. import UsageError
+from ._extras import need
 
 sim_app = typer.Typer(help="Simulations of context policies.", no_args_is_help=True)
 out = Console()
@@ -38,6 +39,7 @@ def buffer(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
 ) -> None:
     """Threshold truncation, random eviction and agent-invoked offload under one hard budget."""
+    need("eval", "tooluse sim")
     from ..eval import sim
 
     config = sim.BufferSimConfig(
@@ -86,6 +88,7 @@ def runtime(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 20_260_726,
 ) -> None:
     """The buffer experiment through the real loop, window and store (harness vs agent)."""
+    need("eval", "tooluse sim")
     from ..eval import sim
 
     config = sim.ExperimentConfig(budget=budget, turns=turns, trials=trials, seed=seed)

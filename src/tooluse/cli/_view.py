@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from .._exceptions import UsageError
+from ._extras import need
 
 err = Console(stderr=True)
 
@@ -26,15 +27,11 @@ def view(
     ] = None,
 ) -> None:
     """Show runs round by round, and bench tables, plots and diffs, in the browser."""
-    try:
-        import uvicorn
+    need("view", "tooluse view")
+    import uvicorn
 
-        from ..view import Catalog, create_app, write_static
-    except ImportError as exc:
-        raise UsageError(
-            f"tooluse view needs the view extra ({exc.name} is missing): "
-            "pip install 'tooluse[view]'"
-        ) from exc
+    from ..view import Catalog, create_app, write_static
+
     catalog = Catalog.of(paths)
     if catalog.missing and len(catalog.missing) == len(paths):
         raise UsageError(f"no such file or directory: {', '.join(map(str, catalog.missing))}")

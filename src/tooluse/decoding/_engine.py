@@ -15,14 +15,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
 from .._exceptions import UsageError
 from ._grammars import Grammar
 
 if TYPE_CHECKING:
     import llguidance
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["GrammarCompiler", "GrammarError", "TokenMask"]
 
@@ -90,6 +89,10 @@ class TokenMask:
     """One request's grammar state: which tokens may come next, and what came."""
 
     def __init__(self, matcher: llguidance.LLMatcher, vocab_size: int) -> None:
+        # numpy comes with the local extra, like llguidance: the package itself,
+        # and the grammar builders, import without it.
+        import numpy as np
+
         self.matcher = matcher
         self.vocab_size = vocab_size
         self._bits = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
@@ -102,6 +105,8 @@ class TokenMask:
 
     def allowed(self, n_logits: int) -> npt.NDArray[np.bool_]:
         """A boolean array over the `n_logits` logits: True where a token may follow."""
+        import numpy as np
+
         started = time.perf_counter()
         self.matcher.unsafe_compute_mask_ptr(self._bits.ctypes.data, self._bits.nbytes)
         self.mask_times.append(time.perf_counter() - started)

@@ -49,7 +49,13 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
     """Build the model a spec names, or raise `UsageError` saying what is accepted."""
     kind, _, rest = spec.partition(":")
     if kind in ("local", "local-unconstrained"):
-        from ._local import LocalModel
+        try:
+            from ._local import LocalModel
+        except ImportError as exc:  # numpy, which the local extra brings with llama.cpp
+            raise UsageError(
+                f"--model {kind} needs the local extra ({exc.name} is missing): "
+                "pip install 'tooluse[local]'"
+            ) from exc
         from ._registry import Registry
 
         registry = Registry()
