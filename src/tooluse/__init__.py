@@ -1,9 +1,5 @@
 """tooluse: a runtime for language-model agents that call tools."""
 
-from ._agent import Agent
-from ._approval import Approval, ApprovalPolicy, ApprovalRecord, ApprovalRequest, ProvenancePolicy
-from ._approval_store import ApprovalStore
-from ._dispatch import DirectRun, Dispatcher, Ledger
 from ._exceptions import (
     AlreadyResumedError,
     InvalidCallError,
@@ -23,11 +19,21 @@ from ._exceptions import (
 )
 from ._expect import Expect
 from ._messages import Message, ToolCall, Usage
-from ._provenance import FREE_TEXT, Suspicious
 from ._records import CallRecord, RejectedCall
-from ._result import RunResult, RunStatus, RunUsage
-from ._scripts import ScriptRun, arun_script, run_script
-from ._stream import (
+from .dispatch._dispatch import DirectRun, Dispatcher, Ledger
+from .dispatch._scripts import ScriptRun, arun_script, run_script
+from .policy._approval import (
+    Approval,
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
+    ProvenancePolicy,
+)
+from .policy._approval_store import ApprovalStore
+from .policy._provenance import FREE_TEXT, Suspicious
+from .run._agent import Agent
+from .run._result import RunResult, RunStatus, RunUsage
+from .run._stream import (
     ApprovalEvent,
     CallEndEvent,
     CallStartEvent,
@@ -42,7 +48,7 @@ from ._stream import (
     SyncRunStream,
     TextEvent,
 )
-from ._trace import JsonlTrace, read_trace
+from .run._trace import JsonlTrace, read_trace
 from .tools import Tool, Toolbox, tool
 
 __all__ = [

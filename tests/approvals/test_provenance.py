@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tooluse import Agent, ProvenancePolicy, RunResult, read_trace, tool
-from tooluse._provenance import Provenance, normalise
 from tooluse.models import ScriptedModel
+from tooluse.policy._provenance import Provenance, normalise
 
 from ._bank import ATTACKER, LANDLORD, Bank, call, calls, fenced
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tooluse import Agent, Approval, RunResult, Toolbox, UsageError, tool
-from tooluse._scope import SCOPE_TOOL
 from tooluse.models import ScriptedModel
+from tooluse.policy._scope import SCOPE_TOOL
 
 from ._bank import MAIL, Bank, call, fenced
 

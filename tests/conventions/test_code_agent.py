@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, Message, RunResult, Toolbox, ToolCall, tool
-from tooluse._loop import NO_CALL_NOTE
 from tooluse._messages import openai_messages
 from tooluse.models import ScriptedModel
+from tooluse.run._loop import NO_CALL_NOTE
 
 
 def fenced(code: str) -> dict[str, str]:

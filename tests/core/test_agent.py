@@ -22,8 +22,8 @@ from tooluse import (
     read_trace,
     tool,
 )
-from tooluse._loop import UNMADE_CALL_NOTE, UNMADE_RETRY_NOTE
 from tooluse.models import Model, ModelRequest, ModelResponse, ScriptedModel
+from tooluse.run._loop import UNMADE_CALL_NOTE, UNMADE_RETRY_NOTE
 
 HOTEL = Path(__file__).resolve().parents[2] / "examples" / "hotel.jsonl"
 

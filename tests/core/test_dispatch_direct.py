@@ -14,7 +14,7 @@ import pydantic
 from pydantic import AfterValidator, Field
 
 from tooluse import CallRecord, Dispatcher, Ledger, RejectedCall, Toolbox, ToolCall, tool
-from tooluse._dispatch import DirectRun
+from tooluse.dispatch._dispatch import DirectRun
 
 T = TypeVar("T")
 

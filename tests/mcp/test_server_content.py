@@ -12,8 +12,8 @@ from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from tooluse import Toolbox, UsageError, tool
-from tooluse._dispatch import Dispatcher
 from tooluse._records import CallRecord
+from tooluse.dispatch._dispatch import Dispatcher
 from tooluse.mcp import Audio, Image, Resource
 from tooluse.mcp._content import returns_content
 

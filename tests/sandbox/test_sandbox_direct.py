@@ -12,7 +12,7 @@ import pytest
 
 from tooluse import CallRecord, Dispatcher, RejectedCall, Toolbox, ToolCall, tool
 from tooluse._records import Outcome, ScriptRecord
-from tooluse._scripts import ScriptRunner
+from tooluse.dispatch._scripts import ScriptRunner
 from tooluse.sandbox import DirectCall, ProxySpec, Sandbox, ToolReply
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")

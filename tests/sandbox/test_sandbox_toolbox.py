@@ -12,7 +12,7 @@ import pytest
 from pydantic import Field
 
 from tooluse import CallRecord, Dispatcher, RejectedCall, Toolbox, ToolCall, tool
-from tooluse._scripts import ScriptRunner
+from tooluse.dispatch._scripts import ScriptRunner
 from tooluse.sandbox import Sandbox
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")

@@ -30,8 +30,8 @@ from .. import (
     ToolUseError,
     UsageError,
 )
-from .._trace import EventSink
 from ..models._spec import resolve_model
+from ..run._trace import EventSink
 from ..tools import Tool
 from ._bench import bench_app
 from ._extras import need

@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from .._agent import Agent
 from .._records import CallRecord, RejectedCall
-from .._result import RunResult
-from .._stream import (
+from ..run._agent import Agent
+from ..run._result import RunResult
+from ..run._stream import (
     ApprovalEvent,
     CallEndEvent,
     CallStartEvent,

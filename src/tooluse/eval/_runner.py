@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import RunResult, UsageError
-from .._searching import search_on
 from ..conventions import get_convention
 from ..models import Model, resolve_model
+from ..run._searching import search_on
 from ..sandbox import Sandbox
 from ._driver import CallPolicy, Transcript, run_setup
 from ._oracle import OracleModel, oracle_for

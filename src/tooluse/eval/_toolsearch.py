@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import ToolDefinitionError
-from .._searching import more_tools_note, render_for, schema_tokens, search_tool_name
 from .._tokens import count_tokens
 from ..conventions import JsonConvention, get_convention
+from ..run._searching import more_tools_note, render_for, schema_tokens, search_tool_name
 from ..search import ToolIndex, ToolSearch
 from ..tools import Tool, Toolbox
 from ._task import BenchDataError, Call, OracleTurn, Setup

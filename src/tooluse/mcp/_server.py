@@ -50,10 +50,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import TypeAdapter, ValidationError
 from starlette.applications import Starlette
 
-from .._dispatch import Dispatcher
 from .._exceptions import UsageError
 from .._records import CallRecord, Outcome, RejectedCall, render_result
-from .._trace import EventSink
+from ..dispatch._dispatch import Dispatcher
+from ..run._trace import EventSink
 from ..tools import Tool, Toolbox, lean_schema
 from ._content import returns_content
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._messages import Message, ToolCall
-from ..._scope import SCOPE_TOOL
 from ...models import ModelRequest, ModelResponse, ScriptedModel
+from ...policy._scope import SCOPE_TOOL
 from ...tools import Toolbox
 from .._oracle import call_expression, signatures
 from .._task import Call

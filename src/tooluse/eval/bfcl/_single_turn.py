@@ -72,7 +72,7 @@ PAPER_CATEGORIES = (
 PAPER_SUBSET_SIZE = 309
 
 _VERSION = "BFCL_v4"
-# The names the search tool takes (see `tooluse._searching.search_tool_name`).
+# The names the search tool takes (see `tooluse.run._searching.search_tool_name`).
 _SEARCH_NAMES = frozenset({"tool_search", "search", "toolbox_search"})
 _NO_CALL_ANSWER = "None of the available functions fits this request, so I made no call."
 

@@ -19,18 +19,18 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._approval import ApprovalRequest, Paused
-from ._exceptions import ModelError
-from ._messages import Message, ToolCall, Usage
-from ._plans import PlanRun, call_key, run_plan
-from ._records import Answered, CallRecord, Outcome, ScriptRecord
+from .._exceptions import ModelError
+from .._messages import Message, ToolCall, Usage
+from .._records import Answered, CallRecord, Outcome, ScriptRecord
+from .._tokens import count_tokens
+from ..context._window import ContextWindow
+from ..conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
+from ..conventions._plan import PlanProgram
+from ..dispatch._plans import PlanRun, call_key, run_plan
+from ..models import ModelRequest, ModelResponse, ToolChoice
+from ..policy._approval import ApprovalRequest, Paused
+from ..tools import Tool
 from ._result import RunStatus, RunUsage
-from ._tokens import count_tokens
-from .context._window import ContextWindow
-from .conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
-from .conventions._plan import PlanProgram
-from .models import ModelRequest, ModelResponse, ToolChoice
-from .tools import Tool
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow", "keep_unrecorded"]
 

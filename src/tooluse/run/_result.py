@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._approval import ApprovalRecord, ApprovalRequest, Paused
-from ._messages import Message, Usage
-from ._provenance import Suspicious
-from ._records import CallRecord, RejectedCall, ScriptRecord
+from .._messages import Message, Usage
+from .._records import CallRecord, RejectedCall, ScriptRecord
+from ..policy._approval import ApprovalRecord, ApprovalRequest, Paused
+from ..policy._provenance import Suspicious
 
 __all__ = ["RunResult", "RunStatus", "RunUsage"]
 
@@ -22,7 +22,7 @@ class RunUsage:
     """Token usage per round and in total.
 
     `asides` are requests made outside the rounds (the scope question, see
-    `tooluse._scope`); the totals count them.
+    `tooluse.policy._scope`); the totals count them.
     """
 
     rounds: list[Usage] = field(default_factory=list)

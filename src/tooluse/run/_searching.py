@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ._tokens import count_tokens
-from .conventions import Convention
-from .conventions._text import describe_tools
-from .search import SearchRun, auto_wants_search
-from .search._deferred import Render
-from .tools import Tool, Toolbox
+from .._tokens import count_tokens
+from ..conventions import Convention
+from ..conventions._text import describe_tools
+from ..search import SearchRun, auto_wants_search
+from ..search._deferred import Render
+from ..tools import Tool, Toolbox
 
 __all__ = ["more_tools_note", "render_for", "schema_tokens", "search_on", "search_tool_name"]
 

@@ -29,13 +29,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Gener
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._approval import ApprovalRequest, Paused
-from ._eventloop import PrivateLoop
+from .._eventloop import PrivateLoop
+from .._messages import Message, Usage
+from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
+from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
+from ..policy._approval import ApprovalRequest, Paused
 from ._loop import RunCalls, RunScript, RunState
-from ._messages import Message, Usage
-from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from ._result import RunResult
-from .models import CallDelta, Delta, Model, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from ._agent import Agent, _Run

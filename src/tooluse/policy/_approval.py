@@ -33,12 +33,12 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ._exceptions import UsageError
-from ._frozen import frozen, thawed
-from ._messages import Message, ToolCall
+from .._exceptions import UsageError
+from .._frozen import frozen, thawed
+from .._messages import Message, ToolCall
+from .._records import Answered, CallRecord
+from ..tools import Caller, Tool
 from ._provenance import FREE_TEXT, MIN_CHARS, Provenance, Selections
-from ._records import Answered, CallRecord
-from .tools import Caller, Tool
 
 __all__ = [
     "Approval",
@@ -265,7 +265,7 @@ class Paused:
     provenance: dict[str, Any] | None = None
     #: The stop was inside a plan (`code` holds it; `done` its calls that had ended).
     plan: bool = False
-    #: The run's scope (`tooluse._scope`), kept so a resumed run is held to it.
+    #: The run's scope (`tooluse.policy._scope`), kept so a resumed run is held to it.
     scope: tuple[str, ...] | None = None
     #: This pause, in every copy of it: `Agent.resume` uses it once (see `ApprovalStore`).
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -373,7 +373,7 @@ class ProvenancePolicy(ApprovalPolicy):
     trusted result is what an injected instruction would plant: an IBAN, an
     e-mail address, a URL. Such a call is denied (the model is told why and may
     go on) or, with ``on_flag="defer"``, put to a person. Every other call is
-    allowed. See `tooluse._provenance` for how values are matched and what this
+    allowed. See `tooluse.policy._provenance` for how values are matched and what this
     cannot see.
 
     Args:
@@ -492,7 +492,8 @@ class Gate:
         if provenance is None and policy.tracks_provenance:
             self.provenance = Provenance()
             self.provenance.trust(task)
-        #: The tools with side effects this run may call (None: no limit); see `tooluse._scope`.
+        #: The tools with side effects this run may call (None: no limit); see
+        #: `tooluse.policy._scope`.
         self.scope: frozenset[str] | None = None
         self.log: list[ApprovalRecord] = []
         self._calls: list[CallRecord] = []

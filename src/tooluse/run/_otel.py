@@ -27,7 +27,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import UsageError
+from .._exceptions import UsageError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider

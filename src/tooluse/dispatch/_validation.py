@@ -19,11 +19,11 @@ from typing import Any
 import pydantic
 from referencing.exceptions import Unresolvable
 
-from ._messages import ToolCall
-from ._records import RejectedCall
-from .sandbox._wire import json_encoder
-from .tools import Caller, Tool, Toolbox
-from .tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
+from .._messages import ToolCall
+from .._records import RejectedCall
+from ..sandbox._wire import json_encoder
+from ..tools import Caller, Tool, Toolbox
+from ..tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
 
 __all__ = ["Prepared", "Validator", "arguments_text", "caller_of"]
 

@@ -10,7 +10,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._approval import (
+from .._eventloop import PrivateLoop
+from .._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
+from .._expect import Expect, check_expectations, check_tools
+from .._messages import Message
+from .._records import Outcome
+from .._tokens import count_tokens
+from ..context._store import ContextStore
+from ..context._window import ContextPolicy, ContextWindow
+from ..conventions import Convention, get_convention
+from ..dispatch._dispatch import Dispatcher
+from ..dispatch._scripts import ScriptRunner
+from ..models import Model, ToolChoice
+from ..policy._approval import (
     Approval,
     ApprovalPolicy,
     Gate,
@@ -20,11 +32,12 @@ from ._approval import (
     as_policy,
     call_key,
 )
-from ._approval_store import PROCESS_STORE, ApprovalStore
-from ._dispatch import Dispatcher
-from ._eventloop import PrivateLoop
-from ._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
-from ._expect import Expect, check_expectations, check_tools
+from ..policy._approval_store import PROCESS_STORE, ApprovalStore
+from ..policy._provenance import Provenance
+from ..policy._scope import AllowInScope, ask_scope
+from ..sandbox import IsolationMode, Sandbox
+from ..search import SearchMode, SearchRun, ToolSearch
+from ..tools import Tool, Toolbox
 from ._loop import (
     AskModel,
     LoopConfig,
@@ -34,24 +47,11 @@ from ._loop import (
     agent_flow,
     keep_unrecorded,
 )
-from ._messages import Message
 from ._otel import check_otel, otel_enabled, otel_sink
-from ._provenance import Provenance
-from ._records import Outcome
 from ._result import RunResult
-from ._scope import AllowInScope, ask_scope
-from ._scripts import ScriptRunner
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
-from ._tokens import count_tokens
 from ._trace import EventSink, JsonlTrace, stamp
-from .context._store import ContextStore
-from .context._window import ContextPolicy, ContextWindow
-from .conventions import Convention, get_convention
-from .models import Model, ToolChoice
-from .sandbox import IsolationMode, Sandbox
-from .search import SearchMode, SearchRun, ToolSearch
-from .tools import Tool, Toolbox
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -114,7 +114,7 @@ class Agent:
             anything: an iterable of tool names, or ``"ask"`` to have the
             model name them from the task alone, in one request before the
             first round. A call to any other tool with side effects is denied,
-            in JSON, plans and scripts alike. None: no limit. See `tooluse._scope`.
+            in JSON, plans and scripts alike. None: no limit. See `tooluse.policy._scope`.
         tool_search: ``always`` defers the toolbox: the model starts with the
             ``always_loaded`` tools and a search tool (``tool_search(query,
             top_k=5)``; ``tools.search(query)`` in scripts) that loads the tools
@@ -125,7 +125,7 @@ class Agent:
         always_loaded: names of tools shown from the start under tool search.
         otel: export OpenTelemetry GenAI spans of each run (needs the ``otel``
             extra): True, or a `TracerProvider` to export to; None follows
-            ``TOOLUSE_OTEL=1``. See `tooluse._otel` for the spans.
+            ``TOOLUSE_OTEL=1``. See `tooluse.run._otel` for the spans.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.

@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from ._exceptions import ModelRetry
+from .._exceptions import ModelRetry
+from .._records import CallRecord
+from ..tools import Tool
 from ._ledger import Ledger
-from ._records import CallRecord
 from ._threads import CAN_WAIT_DIRECTLY, Abandoned, Ended, Lane, Pending, Workers, invoke
 from ._validation import arguments_text
-from .tools import Tool
 
 __all__ = ["DirectRun", "Execution", "Runner", "Slots"]
 

@@ -41,13 +41,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from ._approval import ApprovalRequest, Gate
+from .._messages import ToolCall
+from .._records import CallRecord, Outcome, RejectedCall
+from ..policy._approval import ApprovalRequest, Gate
+from ..tools import Toolbox
 from ._ledger import Ledger
-from ._messages import ToolCall
-from ._records import CallRecord, Outcome, RejectedCall
 from ._running import DirectRun, Execution, Runner
 from ._validation import Prepared, Validator, arguments_text, caller_of
-from .tools import Toolbox
 
 __all__ = ["DirectRun", "Dispatcher", "Ledger"]
 

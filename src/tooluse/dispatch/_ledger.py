@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ._records import CallRecord
+from .._records import CallRecord
 
 __all__ = ["Ledger", "canonical"]
 

@@ -1,6 +1,6 @@
 """A run's scope: the tools with side effects it may call, fixed before it reads anything.
 
-Argument provenance (`tooluse._provenance`) sees the values of a call, not why
+Argument provenance (`tooluse.policy._provenance`) sees the values of a call, not why
 it was made: an injected "reserve the most expensive hotel" names no value the
 policy could trace. The scope closes that gap for whole tools. Before the
 first round, while the model has seen the task and nothing a tool returned, the
@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._messages import Message, Usage
+from .._tokens import count_tokens
+from ..models._base import Model, ModelRequest, ModelResponse
+from ..tools import Tool
 from ._approval import Approval, ApprovalPolicy, ApprovalRequest
-from ._messages import Message, Usage
-from ._tokens import count_tokens
-from .models._base import Model, ModelRequest, ModelResponse
-from .tools import Tool
 
 __all__ = ["SCOPE_TOOL", "AllowInScope", "Asked", "ask_scope", "read_scope"]
 

@@ -16,11 +16,11 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._approval import ApprovalRequest
-from ._messages import ToolCall
-from ._records import CallRecord, Outcome, RejectedCall, render_result
-from .conventions._plan import PlanEvaluationError, PlanProgram, PlanStep, evaluate
-from .conventions._plan_eval import Budget
+from .._messages import ToolCall
+from .._records import CallRecord, Outcome, RejectedCall, render_result
+from ..conventions._plan import PlanEvaluationError, PlanProgram, PlanStep, evaluate
+from ..conventions._plan_eval import Budget
+from ..policy._approval import ApprovalRequest
 
 __all__ = ["PlanRun", "StepResult", "call_key", "run_plan"]
 

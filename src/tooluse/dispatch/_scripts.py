@@ -31,15 +31,15 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._approval import ApprovalRequest
-from ._approval import call_key as call_key_of
+from .._eventloop import PrivateLoop
+from .._exceptions import UsageError
+from .._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord
+from ..policy._approval import ApprovalRequest
+from ..policy._approval import call_key as call_key_of
+from ..sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
+from ..tools import Tool, Toolbox
 from ._dispatch import DirectRun, Dispatcher, Ledger
-from ._eventloop import PrivateLoop
-from ._exceptions import UsageError
 from ._ledger import canonical
-from ._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord
-from .sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
-from .tools import Tool, Toolbox
 
 __all__ = ["ScriptRun", "ScriptRunner", "arun_script", "run_script"]
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from ._exceptions import AlreadyResumedError, ResumeError, UsageError
+from .._exceptions import AlreadyResumedError, ResumeError, UsageError
 
 __all__ = ["ApprovalStore", "Resumed"]
 
