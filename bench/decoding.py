@@ -123,10 +123,10 @@ def main() -> None:
     parser.add_argument("--gbnf-tokens", type=int, default=24, help="output cap under GBNF")
     args = parser.parse_args()
 
-    model = LocalModel(max_output_tokens=args.tokens)
+    model = LocalModel("smollm2-135m", max_output_tokens=args.tokens)
     # A vanishing temperature samples from the fully masked distribution: the
     # same choices as greedy, but the mask is computed at every step.
-    masked = LocalModel(max_output_tokens=args.tokens, temperature=1e-6)
+    masked = LocalModel("smollm2-135m", max_output_tokens=args.tokens, temperature=1e-6)
     compiler = model.compiler()  # the tokenizer is built once, outside the timings
     tools = list(toolbox)
     prose = [

@@ -12,7 +12,7 @@ from tooluse.models import LocalModel
 
 @pytest.fixture(scope="session")
 def compiler() -> GrammarCompiler:
-    return LocalModel().compiler()
+    return LocalModel("smollm2-135m").compiler()
 
 
 class TaggedVocabulary:

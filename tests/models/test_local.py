@@ -31,12 +31,12 @@ TASKS = [
 
 @pytest.fixture(scope="module")
 def model() -> LocalModel:
-    return LocalModel(max_output_tokens=48)
+    return LocalModel("smollm2-135m", max_output_tokens=48)
 
 
 @pytest.fixture(scope="module")
 def free_model() -> LocalModel:
-    return LocalModel(constrained=False, max_output_tokens=48)
+    return LocalModel("smollm2-135m", constrained=False, max_output_tokens=48)
 
 
 def ask(model: LocalModel, task: str, choice: str = "auto", tools: bool = True) -> ModelResponse:
@@ -163,14 +163,14 @@ def test_the_prompt_prefix_is_reused_across_turns(model: LocalModel) -> None:
 
 
 def test_the_output_cap_ends_the_reply_with_finish_reason_length() -> None:
-    short = LocalModel(max_output_tokens=3, constrained=False)
+    short = LocalModel("smollm2-135m", max_output_tokens=3, constrained=False)
     response = ask(short, "Tell me a long story about the sea.", tools=False)
     assert response.finish_reason == "length"
     assert response.usage is not None and response.usage.output_tokens == 3
 
 
 def test_a_call_cut_off_by_the_output_cap_is_reported_not_lost() -> None:
-    short = LocalModel(max_output_tokens=6)
+    short = LocalModel("smollm2-135m", max_output_tokens=6)
     response = ask(short, TASKS[0], choice="required")
     assert response.finish_reason == "length" and response.tool_calls == []
     assert response.problems == ["the reply was cut off after 6 tokens, in the middle of a call"]
@@ -197,7 +197,10 @@ def test_model_specs() -> None:
 def test_an_agent_runs_on_the_embedded_model_in_every_convention() -> None:
     for convention in ("json", "text", "code"):
         agent = Agent(
-            LocalModel(max_output_tokens=64), toolbox, convention=convention, max_rounds=2
+            LocalModel("smollm2-135m", max_output_tokens=64),
+            toolbox,
+            convention=convention,
+            max_rounds=2,
         )
         with agent:
             result = agent.run("What is the weather in Paris?")
@@ -254,8 +257,8 @@ def test_greedy_decoding_skips_the_mask_only_when_it_would_not_change_the_choice
     # the masked argmax; greedy decoding checks the model's own first choice
     # against the grammar and computes the mask only when it is refused.
     # Both must give the same text.
-    greedy = LocalModel(max_output_tokens=48)
-    masked = LocalModel(max_output_tokens=48, temperature=1e-6)
+    greedy = LocalModel("smollm2-135m", max_output_tokens=48)
+    masked = LocalModel("smollm2-135m", max_output_tokens=48, temperature=1e-6)
     for task in TASKS[:2]:
         for choice in ("auto", "get_current_weather"):
             # Both from the same cached prompt: a prompt evaluated in one batch
@@ -277,7 +280,7 @@ def test_greedy_decoding_skips_the_mask_only_when_it_would_not_change_the_choice
 def test_llama_cpp_grammars_decode_under_llama_cpp_sampler() -> None:
     from tooluse.models._local import _engine
 
-    model = LocalModel()
+    model = LocalModel("smollm2-135m")
     engine = _engine(str(model.path), model.n_ctx, model.threads)
     prompt = engine.template.render(
         ModelRequest([Message("user", "Is the sky blue? Answer yes or no.")])
@@ -302,7 +305,7 @@ def test_a_grammar_llguidance_refuses_falls_back_to_llama_cpp_with_a_warning(
         "required": ["unit"],
     }
     odd = Tool.from_schema("set_unit", "Set the temperature unit.", schema, lambda unit: unit)
-    model = LocalModel()
+    model = LocalModel("smollm2-135m")
     grammar = model.grammar_for(ModelRequest([Message("user", "x")], [odd], "set_unit"))
     assert grammar is not None
     engine = _engine(str(model.path), model.n_ctx, model.threads)
@@ -322,7 +325,9 @@ def test_a_grammar_llguidance_refuses_falls_back_to_llama_cpp_with_a_warning(
     plain = model.grammar_for(ModelRequest([Message("user", "x")], TOOLS, "auto"))
     assert plain is not None and model._gbnf_instead(engine, plain) is None
     assert caplog.text == ""
-    assert LocalModel(grammar_engine="llama.cpp")._gbnf_instead(engine, plain) == to_gbnf(plain)
+    assert LocalModel("smollm2-135m", grammar_engine="llama.cpp")._gbnf_instead(
+        engine, plain
+    ) == to_gbnf(plain)
 
 
 def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:
@@ -338,7 +343,7 @@ def test_a_schema_no_grammar_engine_takes_is_a_clear_error() -> None:
     odd = Tool.from_schema("set_code", "Set a code.", schema, lambda code: code)
     request = ModelRequest([Message("user", "Set the code.")], [odd], "set_code")
     with pytest.raises(GrammarError, match="no grammar engine takes this request"):
-        LocalModel(max_output_tokens=8).respond_sync(request)
+        LocalModel("smollm2-135m", max_output_tokens=8).respond_sync(request)
 
 
 def test_models_evicted_from_the_engine_cache_are_freed() -> None:
@@ -347,9 +352,9 @@ def test_models_evicted_from_the_engine_cache_are_freed() -> None:
     import llama_cpp
 
     for n_ctx in (512, 1024, 1536):
-        reply = LocalModel(n_ctx=n_ctx, max_output_tokens=2, constrained=False).respond_sync(
-            ModelRequest([Message("user", "Hi")])
-        )
+        reply = LocalModel(
+            "smollm2-135m", n_ctx=n_ctx, max_output_tokens=2, constrained=False
+        ).respond_sync(ModelRequest([Message("user", "Hi")]))
         assert reply.usage is not None and reply.usage.output_tokens > 0
     gc.collect()
 

@@ -26,7 +26,7 @@ def get_weather(city: str) -> str:
 
 @pytest.fixture(scope="module")
 def model() -> LocalModel:
-    return LocalModel(max_output_tokens=8)
+    return LocalModel("smollm2-135m", max_output_tokens=8)
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ from .. import (
     ToolUseError,
     UsageError,
 )
-from ..models._spec import resolve_model
+from ..models._spec import DEFAULT_LOCAL_TEXT, resolve_model
 from ..run._trace import EventSink
 from ..tools import Tool
 from ._bench import bench_app
@@ -307,8 +307,8 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         str,
         typer.Option(
             "--model",
-            help="local (the embedded SmolLM2-135M, grammar-constrained), local:FILE.gguf, "
-            "local-unconstrained[:FILE.gguf], scripted:FILE.jsonl, "
+            help=f"local ({DEFAULT_LOCAL_TEXT}; grammar-constrained), local:NAME, "
+            "local:FILE.gguf, local-unconstrained[:NAME|:FILE.gguf], scripted:FILE.jsonl, "
             "openai:MODEL (see --base-url) or anthropic:MODEL.",
         ),
     ] = "local",

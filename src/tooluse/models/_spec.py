@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .._exceptions import UsageError
 from ._base import Model
-from ._download import ModelFileError
+from ._registry import DEFAULT_LOCAL, DEFAULT_LOCAL_TEXT, default_local
 from ._scripted import ScriptedModel
 
-if TYPE_CHECKING:
-    from ._registry import Registry
-
-__all__ = ["DEFAULT_LOCAL", "default_local", "resolve_model"]
-
-#: What plain ``local`` runs: the first of these whose file is here (setup pulls the
-#: first; the embedded SmolLM2 ships with the ``local`` extra, so there is always one).
-DEFAULT_LOCAL = ("qwen2.5-coder-1.5b", "smollm2-135m")
+__all__ = ["DEFAULT_LOCAL", "DEFAULT_LOCAL_TEXT", "default_local", "resolve_model"]
 
 SPECS = (
-    "local (the best installed: qwen2.5-coder-1.5b, else the embedded SmolLM2), "
+    f"local ({DEFAULT_LOCAL_TEXT}), "
     "local:NAME (see tooluse models list), local:FILE.gguf, "
     "local-unconstrained[:NAME|:FILE.gguf], "
     "scripted:FILE.jsonl, openai:MODEL (with --base-url for any OpenAI-compatible server), "
@@ -29,24 +20,31 @@ SPECS = (
 )
 
 
-def default_local(registry: Registry) -> str:
-    """The name plain ``local`` runs, warning once when it is not the best one."""
-    for name in DEFAULT_LOCAL:
-        if registry.find(name) is not None:
-            if name != DEFAULT_LOCAL[0]:
-                warnings.warn(
-                    f"{DEFAULT_LOCAL[0]} is not installed, so `local` runs {name}; "
-                    f"`tooluse models pull {DEFAULT_LOCAL[0]}` installs it",
-                    stacklevel=3,
-                )
-            return name
-    raise ModelFileError(
-        f"no local model is installed; run `tooluse models pull {DEFAULT_LOCAL[0]}`"
-    )
-
-
 def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
-    """Build the model a spec names, or raise `UsageError` saying what is accepted."""
+    """The model a spec names, as ``--model`` takes it on the command line.
+
+    ``resolve_model("local")`` is ``LocalModel()``: the best model installed
+    (qwen2.5-coder-1.5b once pulled, else the embedded SmolLM2-135M, with a
+    warning). The specs:
+
+    - ``local``, ``local:NAME`` (a name from ``tooluse models list``) or
+      ``local:FILE.gguf``: llama.cpp in this process, tool calls constrained by
+      their schemas; ``local-unconstrained[...]`` the same without the grammar;
+    - ``scripted:FILE.jsonl``: replies read from a file, one per model request;
+    - ``openai:MODEL``: the OpenAI chat API, or any server speaking it at
+      `base_url`;
+    - ``anthropic:MODEL``: the Anthropic messages API.
+
+    Args:
+        spec: one of the forms above.
+        base_url: for ``openai:`` and ``anthropic:``, the server to talk to.
+        api_key: for ``openai:`` and ``anthropic:``; None reads the vendor's
+            usual environment variable.
+
+    Raises:
+        UsageError: the spec is not one of these forms, or names no model or file
+            that is here.
+    """
     kind, _, rest = spec.partition(":")
     if kind in ("local", "local-unconstrained"):
         try:
@@ -56,23 +54,7 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
                 f"--model {kind} needs the local extra ({exc.name} is missing): "
                 "pip install 'tooluse[local]'"
             ) from exc
-        from ._registry import Registry
-
-        registry = Registry()
-        if rest and rest not in registry and not Path(rest).is_file():
-            names = ", ".join(registry.models)
-            raise UsageError(f"no such model file: {rest} (nor a model name: {names})")
-        if not rest:
-            rest = default_local(registry)
-        if rest in registry:
-            entry = registry[rest]
-            return LocalModel(
-                registry.locate(rest),
-                constrained=kind == "local",
-                default_system=entry.default_system,
-                parallel_system=entry.parallel_system,
-            )
-        return LocalModel(rest, constrained=kind == "local")
+        return LocalModel(rest or None, constrained=kind == "local")
     if kind == "scripted":
         if not rest:
             raise UsageError("scripted needs a file: --model scripted:FILE.jsonl")

@@ -76,7 +76,7 @@ def test_each_suites_tools_join_into_one_grammar_llguidance_takes(name: str) -> 
 
     suite = load_suite(name)
     box = build_toolbox(suite, FunctionsRuntime(suite.tools), None)
-    model = LocalModel()
+    model = LocalModel("smollm2-135m")
     grammar = model.grammar_for(ModelRequest([Message("user", "x")], list(box), "auto"))
     assert grammar is not None
     model.compiler().matcher(grammar)  # GrammarError if llguidance refuses it
