@@ -33,13 +33,19 @@ from typing import Any
 
 from .._eventloop import PrivateLoop
 from .._exceptions import UsageError
-from .._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord
+from .._records import (
+    Answered,
+    CallRecord,
+    Outcome,
+    RejectedCall,
+    ScriptRecord,
+    call_identity,
+    call_key,
+)
 from ..policy._approval import ApprovalRequest
-from ..policy._approval import call_key as call_key_of
 from ..sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from ..tools import Tool, Toolbox
 from ._dispatch import DirectRun, Dispatcher, Ledger
-from ._ledger import canonical
 
 __all__ = ["ScriptRun", "ScriptRunner", "arun_script", "run_script"]
 
@@ -304,9 +310,9 @@ def _replayed(
 ) -> Answered | None:
     """The recorded answer to this call, or None: it runs (and the replay may end)."""
     earlier = replaying[0]
-    if earlier.tool == tool and canonical(earlier.arguments) == canonical(arguments):
+    if call_identity(earlier.tool, earlier.arguments) == call_identity(tool, arguments):
         return replaying.popleft()
-    if call_key_of(tool, arguments) not in awaited:
+    if call_key(tool, arguments) not in awaited:
         replaying.clear()  # the script went another way: from here every call runs
     return None
 
