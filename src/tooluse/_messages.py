@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Message", "Role", "ToolCall", "Usage", "openai_messages", "parse_openai_message"]
+__all__ = [
+    "Message",
+    "Role",
+    "ToolCall",
+    "Usage",
+    "arguments_text",
+    "openai_messages",
+    "parse_openai_message",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -154,9 +162,9 @@ class _ParsedCalls:
     problems: list[str] = field(default_factory=list)
 
 
-def _arguments_text(raw: object) -> str:
-    # Some servers send arguments as an object instead of a JSON string; keep
-    # what the model meant rather than rejecting the shape.
+def arguments_text(raw: object) -> str:
+    """A call's arguments as text; an object some servers (and Anthropic's API) send is
+    written as JSON, keeping what the model meant rather than rejecting the shape."""
     if isinstance(raw, str):
         return raw
     if raw is None:
@@ -205,7 +213,7 @@ def parse_openai_message(
             ToolCall(
                 id=call_id,
                 name=name if isinstance(name, str) else "",
-                arguments=_arguments_text(function.get("arguments")),
+                arguments=arguments_text(function.get("arguments")),
             )
         )
     return text, parsed.calls, parsed.problems

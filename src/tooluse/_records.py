@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +14,33 @@ __all__ = [
     "Outcome",
     "RejectedCall",
     "ScriptRecord",
+    "call_identity",
+    "call_key",
+    "canonical_arguments",
     "render_result",
 ]
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments as one text: equal texts exactly when the arguments are equal.
+
+    Key order does not count; values JSON cannot hold count by their ``str``.
+    """
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def call_identity(name: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
+    """What makes two calls the same call: the tool's name and its canonical arguments."""
+    return name, canonical_arguments(arguments)
+
+
+def call_key(name: str, arguments: Mapping[str, Any]) -> str:
+    """`call_identity` as a hash, for keys that are stored (an approval is bound to it).
+
+    Its text is fixed: approvals stored by earlier versions must still match.
+    """
+    text = json.dumps([name, arguments], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def render_result(value: Any) -> str:

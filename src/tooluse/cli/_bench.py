@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -120,6 +123,53 @@ TracesOption = Annotated[
 ]
 
 
+def _shared_options(  # noqa: PLR0917 - the options every suite command takes, declared once
+    out: OutOption,
+    model: ModelOption = "oracle",
+    workers: WorkersOption = None,
+    seed: SeedOption = 0,
+    base_url: BaseUrlOption = None,
+    retry_errors: RetryOption = False,
+    traces: TracesOption = False,
+    executor: Executor = ExecutorOption.local,
+    ray_address: RayAddressOption = None,
+    ray_cpus: RayCpusOption = 1.0,
+    rate_limit: RateLimitOption = None,
+) -> None:
+    """Only its signature counts: `_suite_command` adds it to each suite's own options."""
+
+
+def _suite_command(
+    name: str,
+) -> Callable[[Callable[..., dict[str, Any] | None]], Callable[..., None]]:
+    """Register a suite's command: `_shared_options` and the options the function declares.
+
+    The options `_bench` takes go to it as they are; the function is given its own
+    options and returns any further `_bench` keywords it makes of them (bfcl's call
+    policy), or None. Help lists ``--out`` and ``--model`` first, then the suite's
+    own options, then the other shared ones.
+    """
+    shared = list(inspect.signature(_shared_options, eval_str=True).parameters.values())
+    takes = inspect.signature(_bench).parameters
+
+    def register(command: Callable[..., dict[str, Any] | None]) -> Callable[..., None]:
+        own = list(inspect.signature(command, eval_str=True).parameters.values())
+        parameters = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in [*shared[:2], *own, *shared[2:]]
+        ]
+
+        @functools.wraps(command)
+        def run(**options: Any) -> None:
+            extra = command(**{p.name: options[p.name] for p in own}) or {}
+            _bench(name, **{k: v for k, v in options.items() if k in takes}, **extra)
+
+        run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters}
+        return bench_app.command(name)(run)
+
+    return register
+
+
 class ToolChoiceOption(StrEnum):
     auto = "auto"
     required = "required"
@@ -151,10 +201,10 @@ def _bench(
     model: str,
     conventions: str,
     out: Path,
-    categories: str | None,
-    limit: int | None,
+    categories: str | None = None,
+    limit: int | None = None,
     workers: int | None,
-    widths: str | None,
+    widths: str | None = None,
     seed: int,
     base_url: str | None,
     retry_errors: bool,
@@ -262,10 +312,9 @@ def _bench(
     err.print(f"wrote {bench.results}, {summary}" + (f" and {len(plots)} plots" if plots else ""))
 
 
-@bench_app.command("bfcl")
-def bfcl(  # noqa: PLR0917 - typer maps parameters to options
-    out: OutOption,
-    model: ModelOption = "oracle",
+@_suite_command("bfcl")
+def bfcl(
+    *,
     conventions: ConventionsOption = "json,code",
     categories: Annotated[
         str | None,
@@ -276,15 +325,6 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = None,
     limit: LimitOption = None,
-    workers: WorkersOption = None,
-    seed: SeedOption = 0,
-    base_url: BaseUrlOption = None,
-    retry_errors: RetryOption = False,
-    traces: TracesOption = False,
-    executor: Executor = ExecutorOption.local,
-    ray_address: RayAddressOption = None,
-    ray_cpus: RayCpusOption = 1.0,
-    rate_limit: RateLimitOption = None,
     tool_choice: Annotated[
         ToolChoiceOption,
         typer.Option(
@@ -327,7 +367,7 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
             "up to N tools. Rows name it beside the model.",
         ),
     ] = None,
-) -> None:
+) -> dict[str, Any]:
     """BFCL: single-turn categories scored by AST, multi-turn against BFCL's backends."""
     from ..eval import CallPolicy
 
@@ -338,67 +378,32 @@ def bfcl(  # noqa: PLR0917 - typer maps parameters to options
         tool_search=tool_search.value if tool_search is not None else None,
         toolbox_size=toolbox_size,
     )
-    _bench("bfcl", model=model, conventions=conventions, out=out, categories=categories,
-           limit=limit, workers=workers, widths=None, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, traces=traces, calls=policy, executor=executor,
-           ray_address=ray_address, ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
+    return {"calls": policy}
 
 
-@bench_app.command("fanout")
-def fanout(  # noqa: PLR0917
-    out: OutOption,
-    model: ModelOption = "oracle",
+@_suite_command("fanout")
+def fanout(
     conventions: ConventionsOption = "json,code",
     categories: CategoriesOption = None,
     widths: WidthsOption = None,
     limit: LimitOption = None,
-    workers: WorkersOption = None,
-    seed: SeedOption = 0,
-    base_url: BaseUrlOption = None,
-    retry_errors: RetryOption = False,
-    traces: TracesOption = False,
-    executor: Executor = ExecutorOption.local,
-    ray_address: RayAddressOption = None,
-    ray_cpus: RayCpusOption = 1.0,
-    rate_limit: RateLimitOption = None,
 ) -> None:
     """Fan-out enumeration: N independent calls (variants: discovered, listed)."""
-    _bench("fanout", model=model, conventions=conventions, out=out, categories=categories,
-           limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
-           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
-@bench_app.command("chain")
-def chain(  # noqa: PLR0917
-    out: OutOption,
-    model: ModelOption = "oracle",
+@_suite_command("chain")
+def chain(
     conventions: ConventionsOption = "json,code",
     widths: Annotated[
         str | None, typer.Option("--widths", help="Comma-separated chain lengths.")
     ] = None,
     limit: LimitOption = None,
-    workers: WorkersOption = None,
-    seed: SeedOption = 0,
-    base_url: BaseUrlOption = None,
-    retry_errors: RetryOption = False,
-    traces: TracesOption = False,
-    executor: Executor = ExecutorOption.local,
-    ray_address: RayAddressOption = None,
-    ray_cpus: RayCpusOption = 1.0,
-    rate_limit: RateLimitOption = None,
 ) -> None:
     """Chains: each call's argument comes from the previous call's result."""
-    _bench("chain", model=model, conventions=conventions, out=out, categories=None,
-           limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
-           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
-@bench_app.command("rot")
-def rot(  # noqa: PLR0917
-    out: OutOption,
-    model: ModelOption = "oracle",
+@_suite_command("rot")
+def rot(
     conventions: ConventionsOption = "json,code",
     categories: Annotated[
         str | None, typer.Option("--categories", help="Levels: clean, noisy, flooded.")
@@ -408,45 +413,17 @@ def rot(  # noqa: PLR0917
         typer.Option("--widths", help="Fan-out widths and chain lengths of the wrapped tasks."),
     ] = None,
     limit: LimitOption = None,
-    workers: WorkersOption = None,
-    seed: SeedOption = 0,
-    base_url: BaseUrlOption = None,
-    retry_errors: RetryOption = False,
-    traces: TracesOption = False,
-    executor: Executor = ExecutorOption.local,
-    ray_address: RayAddressOption = None,
-    ray_cpus: RayCpusOption = 1.0,
-    rate_limit: RateLimitOption = None,
 ) -> None:
     """Context rot: fan-out and chain tasks amid irrelevant material and decoy tools."""
-    _bench("rot", model=model, conventions=conventions, out=out, categories=categories,
-           limit=limit, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
-           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
-@bench_app.command("costmodel")
-def costmodel(  # noqa: PLR0917
-    out: OutOption,
-    model: ModelOption = "oracle",
+@_suite_command("costmodel")
+def costmodel(
     conventions: CostConventionsOption = "json,code",
     categories: CategoriesOption = None,
     widths: WidthsOption = None,
-    workers: WorkersOption = None,
-    seed: SeedOption = 0,
-    base_url: BaseUrlOption = None,
-    retry_errors: RetryOption = False,
-    traces: TracesOption = False,
-    executor: Executor = ExecutorOption.local,
-    ray_address: RayAddressOption = None,
-    ray_cpus: RayCpusOption = 1.0,
-    rate_limit: RateLimitOption = None,
 ) -> None:
     """Token cost model: fit tokens against N per convention, N* beside Patel et al. 2026."""
-    _bench("costmodel", model=model, conventions=conventions, out=out, categories=categories,
-           limit=None, workers=workers, widths=widths, seed=seed, base_url=base_url,
-           retry_errors=retry_errors, traces=traces, executor=executor, ray_address=ray_address,
-           ray_cpus=ray_cpus, rate_limit=rate_limit)  # fmt: skip
 
 
 @bench_app.command("agentdojo")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._exceptions import InvalidCallError
+from .._syntax import dotted
 from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
 from ..tools._validate import ArgumentChecker, ArgumentsError
@@ -157,7 +158,7 @@ class _Names:
             self.by_written.setdefault(signature.tool, signature.tool)
 
     def tool_of(self, func: ast.expr) -> str | None:
-        written = _dotted(func)
+        written = dotted(func)
         if written is None:
             return None
         written = written.removeprefix("tools.")
@@ -165,15 +166,6 @@ class _Names:
 
     def closest(self, written: str) -> list[str]:
         return difflib.get_close_matches(written, list(self.by_written), n=2, cutoff=0.6)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
 
 
 def parse_plan(code: str, tools: Toolbox) -> PlanProgram:
@@ -432,7 +424,7 @@ def _check_expression(node: ast.expr, names: _Names, *, name: str, line: int) ->
                     name,
                 )
             if not (isinstance(child.func, ast.Name) and child.func.id in ALLOWED_FUNCTIONS):
-                written = _dotted(child.func) or ast.unparse(child.func)
+                written = dotted(child.func) or ast.unparse(child.func)
                 close = names.closest(written)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 raise PlanError(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import InvalidCallError
+from .._syntax import dotted
 from ._scan import PYTHON, closing_bracket
 
 __all__ = [
@@ -163,15 +164,6 @@ def _literal(node: ast.expr) -> Any:
     raise _NotLiteral(node, f"`{text}` is not a literal value")
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
-        return f"{head}.{node.attr}" if head is not None else None
-    return None
-
-
 def _read_call(
     node: ast.expr, segment: Span, parameters: Mapping[str, Sequence[str]] | None
 ) -> tuple[str, dict[str, Any]]:
@@ -180,7 +172,7 @@ def _read_call(
             f"`{ast.unparse(node)}` is not a call: each item must be tool_name(param=value)",
             node,
         )
-    name = _dotted(node.func)
+    name = dotted(node.func)
     if name is None:
         raise segment.node_error(f"`{ast.unparse(node.func)}` is not a tool name", node.func)
     arguments: dict[str, Any] = {}

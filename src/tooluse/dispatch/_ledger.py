@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from .._records import CallRecord
+from .._records import CallRecord, call_identity
 
-__all__ = ["Ledger", "canonical"]
-
-
-def canonical(arguments: Mapping[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+__all__ = ["Ledger"]
 
 
 class Ledger:
@@ -41,7 +36,7 @@ class Ledger:
             if not self._replayable:
                 return None
             earlier = self._replayable[0]
-            if earlier.name == name and canonical(earlier.arguments) == canonical(arguments):
+            if call_identity(earlier.name, earlier.arguments) == call_identity(name, arguments):
                 return self._replayable.popleft()
             self._replayable.clear()
             return None

@@ -22,7 +22,7 @@ from ..conventions._plan import PlanEvaluationError, PlanProgram, PlanStep, eval
 from ..conventions._plan_eval import Budget
 from ..policy._approval import ApprovalRequest
 
-__all__ = ["PlanRun", "StepResult", "call_key", "run_plan"]
+__all__ = ["PlanRun", "StepResult", "run_plan"]
 
 #: Calls one plan may make in all.
 MAX_PLAN_CALLS = 1_000
@@ -91,10 +91,6 @@ class PlanRun:
             "Send a corrected plan to go on: calls that succeeded are reused, not made again."
         )
         return "\n".join(lines)
-
-
-def call_key(name: str, arguments: Mapping[str, Any]) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, default=str)
 
 
 @dataclass(slots=True)

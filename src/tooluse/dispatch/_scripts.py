@@ -33,13 +33,19 @@ from typing import Any
 
 from .._eventloop import PrivateLoop
 from .._exceptions import UsageError
-from .._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord
+from .._records import (
+    Answered,
+    CallRecord,
+    Outcome,
+    RejectedCall,
+    ScriptRecord,
+    call_identity,
+    call_key,
+)
 from ..policy._approval import ApprovalRequest
-from ..policy._approval import call_key as call_key_of
 from ..sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from ..tools import Tool, Toolbox
 from ._dispatch import DirectRun, Dispatcher, Ledger
-from ._ledger import canonical
 
 __all__ = ["ScriptRun", "ScriptRunner", "arun_script", "run_script"]
 
@@ -140,105 +146,21 @@ class ScriptRunner:
         ends (replayed calls are not told). Both may be called from the sandbox's
         channel thread.
         """
-        outcomes: list[Outcome | ApprovalRequest] = []
-        numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
-        sent: dict[str, tuple[str, dict[str, Any]]] = {}
-        answered: dict[str, ToolReply] = {}
-        replaying = deque(replay)
-        pause = _Pause()
-
-        def next_id() -> str:
-            return f"{script_id}.{next(numbers)}"
-
-        def handler(
-            function: str, arguments: dict[str, object]
-        ) -> ToolReply | Awaitable[ToolReply]:
-            # A plain function, so that a call the dispatcher answers at once (a quick
-            # sync tool, a refusal, a replay) is answered without a task per call.
-            tool_name, names = self._by_function[function]
-            schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
-            call_id = next_id()
-            if pause.asked:
-                return pause.hold()  # after the deferred call: nothing more runs
-            if replaying:
-                earlier = _replayed(replaying, tool_name, schema_arguments, awaited)
-                if earlier is not None:
-                    sent[call_id] = (tool_name, schema_arguments)
-                    answer = answered[call_id] = ToolReply(
-                        earlier.value, earlier.kind, earlier.message
-                    )
-                    return answer
-            sent[call_id] = (tool_name, schema_arguments)
-            if on_call is not None:
-                on_call(call_id, tool_name, None)
-            outcome = self.dispatcher.call_nowait(
-                tool_name,
-                schema_arguments,
-                call_id=call_id,
-                round_=round_,
-                source="script",
-                ledger=self.ledger,
-            )
-            if isinstance(outcome, CallRecord | RejectedCall):
-                return reply(outcome)
-            pause.started()
-            return reply_later(outcome)
-
-        def direct(function: str, arguments: dict[str, object]) -> DirectCall | ToolReply | None:
-            # On the sandbox's channel thread, for a call the script waits on alone: a sync
-            # tool runs right there, with no turn of the event loop.
-            if replaying or pause.asked:
-                return None  # the event loop answers it, in order
-            tool_name, names = self._by_function[function]
-            if names:
-                arguments = {names.get(k, k): v for k, v in arguments.items()}
-
-            def take_id() -> str:
-                call_id = next_id()
-                sent[call_id] = (tool_name, arguments)
-                if on_call is not None:
-                    on_call(call_id, tool_name, None)
-                return call_id
-
-            outcome = self.dispatcher.call_direct(
-                tool_name,
-                arguments,
-                call_id=take_id,
-                round_=round_,
-                source="script",
-                ledger=self.ledger,
-            )
-            if outcome is None:
-                return None
-            if isinstance(outcome, CallRecord | RejectedCall):
-                return reply(outcome)
-            return _Direct(outcome, reply)
-
-        async def reply_later(pending: Awaitable[Outcome | ApprovalRequest]) -> ToolReply:
-            try:
-                outcome = await pending
-            finally:
-                pause.ended()
-            if isinstance(outcome, ApprovalRequest):
-                outcomes.append(outcome)
-                pause.ask()
-                return await pause.hold()
-            return reply(outcome)
-
-        def reply(outcome: Outcome) -> ToolReply:
-            outcomes.append(outcome)
-            if on_call is not None:
-                on_call(outcome.id, outcome.name, outcome)
-            answer = _reply(outcome)
-            answered[outcome.id] = answer
-            return answer
-
+        state = _ScriptCalls(
+            self,
+            script_id=script_id,
+            round_=round_,
+            replay=replay,
+            awaited=awaited,
+            on_call=on_call,
+        )
+        pause = state.pause
         execution = asyncio.ensure_future(
             self.sandbox.execute(
                 code,
                 tools=self._proxies,
-                handler=handler,
-                direct=direct,
+                handler=state.handler,
+                direct=state.direct,
                 timeout=self.timeout,
                 module_name=self.module,
                 on_output=on_output,
@@ -258,6 +180,7 @@ class ScriptRunner:
             self.ledger.script_ended(result.status == "ok")
             status, stdout, error = result.status, result.stdout, result.error
             truncated, duration = result.truncated, result.duration_s
+        outcomes = state.outcomes
         record = ScriptRecord(
             id=script_id,
             code=code,
@@ -265,28 +188,138 @@ class ScriptRunner:
             stdout=stdout,
             error=error,
             round=round_,
-            calls=len(answered),
+            calls=len(state.answered),
             truncated=truncated,
             duration_s=duration,
             repairs=tuple(repairs),
             replayed=tuple(o for o in outcomes if isinstance(o, CallRecord) and o.replayed),
         )
-        transcript = (
-            [
-                Answered(
-                    call_id,
-                    *sent[call_id],
-                    answered[call_id].value,
-                    answered[call_id].kind,
-                    answered[call_id].message,
+        return record, outcomes, state.transcript() if result is None else []
+
+
+class _ScriptCalls:
+    """The calls of one script as they arrive from its sandbox, and what each was answered.
+
+    `handler` takes a call on the event loop, `direct` one the script waits on alone on
+    the sandbox's channel thread; both number it, replay it or send it to the dispatcher,
+    and `reply` keeps its outcome and answer.
+    """
+
+    def __init__(
+        self,
+        runner: ScriptRunner,
+        *,
+        script_id: str,
+        round_: int,
+        replay: Sequence[Answered],
+        awaited: Sequence[str],
+        on_call: Callable[[str, str, Outcome | None], None] | None,
+    ) -> None:
+        self.runner = runner
+        self.script_id = script_id
+        self.round = round_
+        self.awaited = awaited
+        self.on_call = on_call
+        self.outcomes: list[Outcome | ApprovalRequest] = []
+        self.numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
+        self.sent: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.answered: dict[str, ToolReply] = {}
+        self.replaying = deque(replay)
+        self.pause = _Pause()
+
+    def next_id(self) -> str:
+        return f"{self.script_id}.{next(self.numbers)}"
+
+    def handler(
+        self, function: str, arguments: dict[str, object]
+    ) -> ToolReply | Awaitable[ToolReply]:
+        # A plain function, so that a call the dispatcher answers at once (a quick
+        # sync tool, a refusal, a replay) is answered without a task per call.
+        tool_name, names = self.runner._by_function[function]
+        schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
+        call_id = self.next_id()
+        if self.pause.asked:
+            return self.pause.hold()  # after the deferred call: nothing more runs
+        if self.replaying:
+            earlier = _replayed(self.replaying, tool_name, schema_arguments, self.awaited)
+            if earlier is not None:
+                self.sent[call_id] = (tool_name, schema_arguments)
+                answer = self.answered[call_id] = ToolReply(
+                    earlier.value, earlier.kind, earlier.message
                 )
-                for call_id in sent
-                if call_id in answered
-            ]
-            if result is None
-            else []
+                return answer
+        self.sent[call_id] = (tool_name, schema_arguments)
+        if self.on_call is not None:
+            self.on_call(call_id, tool_name, None)
+        outcome = self.runner.dispatcher.call_nowait(
+            tool_name,
+            schema_arguments,
+            call_id=call_id,
+            round_=self.round,
+            source="script",
+            ledger=self.runner.ledger,
         )
-        return record, outcomes, transcript
+        if isinstance(outcome, CallRecord | RejectedCall):
+            return self.reply(outcome)
+        self.pause.started()
+        return self.reply_later(outcome)
+
+    def direct(self, function: str, arguments: dict[str, object]) -> DirectCall | ToolReply | None:
+        # On the sandbox's channel thread, for a call the script waits on alone: a sync
+        # tool runs right there, with no turn of the event loop.
+        if self.replaying or self.pause.asked:
+            return None  # the event loop answers it, in order
+        tool_name, names = self.runner._by_function[function]
+        if names:
+            arguments = {names.get(k, k): v for k, v in arguments.items()}
+
+        def take_id() -> str:
+            call_id = self.next_id()
+            self.sent[call_id] = (tool_name, arguments)
+            if self.on_call is not None:
+                self.on_call(call_id, tool_name, None)
+            return call_id
+
+        outcome = self.runner.dispatcher.call_direct(
+            tool_name,
+            arguments,
+            call_id=take_id,
+            round_=self.round,
+            source="script",
+            ledger=self.runner.ledger,
+        )
+        if outcome is None:
+            return None
+        if isinstance(outcome, CallRecord | RejectedCall):
+            return self.reply(outcome)
+        return _Direct(outcome, self.reply)
+
+    async def reply_later(self, pending: Awaitable[Outcome | ApprovalRequest]) -> ToolReply:
+        try:
+            outcome = await pending
+        finally:
+            self.pause.ended()
+        if isinstance(outcome, ApprovalRequest):
+            self.outcomes.append(outcome)
+            self.pause.ask()
+            return await self.pause.hold()
+        return self.reply(outcome)
+
+    def reply(self, outcome: Outcome) -> ToolReply:
+        self.outcomes.append(outcome)
+        if self.on_call is not None:
+            self.on_call(outcome.id, outcome.name, outcome)
+        answer = _reply(outcome)
+        self.answered[outcome.id] = answer
+        return answer
+
+    def transcript(self) -> list[Answered]:
+        """The calls answered so far, in the order the script made them."""
+        return [
+            Answered(call_id, *self.sent[call_id], answer.value, answer.kind, answer.message)
+            for call_id in self.sent
+            if (answer := self.answered.get(call_id)) is not None
+        ]
 
 
 def _reply(outcome: Outcome) -> ToolReply:
@@ -304,9 +337,9 @@ def _replayed(
 ) -> Answered | None:
     """The recorded answer to this call, or None: it runs (and the replay may end)."""
     earlier = replaying[0]
-    if earlier.tool == tool and canonical(earlier.arguments) == canonical(arguments):
+    if call_identity(earlier.tool, earlier.arguments) == call_identity(tool, arguments):
         return replaying.popleft()
-    if call_key_of(tool, arguments) not in awaited:
+    if call_key(tool, arguments) not in awaited:
         replaying.clear()  # the script went another way: from here every call runs
     return None
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-__all__ = ["Row", "RowKey", "read_results", "schema_valid_share"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["Row", "RowKey", "read_results", "row_from_json", "schema_valid_share"]
 
 
 class _Keyed(Protocol):
@@ -114,11 +117,7 @@ class Row:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Row:
         """A row from a decoded ``results.jsonl`` line; ValueError when it is not one."""
-        missing = [key for key in _IDENTITY if not isinstance(data.get(key), str)]
-        if missing:
-            raise ValueError(f"not a results row: no {', '.join(missing)}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        return row_from_json(cls, data, _IDENTITY, "a results row")
 
 
 def schema_valid_share(calls: int, rejected: int, unparsed: int) -> float | None:
@@ -129,3 +128,19 @@ def schema_valid_share(calls: int, rejected: int, unparsed: int) -> float | None
     """
     emitted = calls + rejected + unparsed
     return calls / emitted if emitted else None
+
+
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def row_from_json(cls: type[_D], data: Mapping[str, Any], identity: Sequence[str], what: str) -> _D:
+    """A row of dataclass `cls` from a decoded JSON line; ValueError when it is not one.
+
+    The `identity` fields must be strings; keys `cls` does not know (written by a
+    later version) are left out.
+    """
+    missing = [key for key in identity if not isinstance(data.get(key), str)]
+    if missing:
+        raise ValueError(f"not {what}: no {', '.join(missing)}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{key: value for key, value in data.items() if key in known})

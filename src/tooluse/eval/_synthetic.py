@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import Expect, RunResult, Tool, Toolbox
-from ._metrics import call_metrics
+from ._metrics import CallMetrics, call_metrics
 from ._oracle import MODULE, call_expression, signatures
 from ._task import Call, OracleTurn, Score, Setup, Task, Turn
 
@@ -132,6 +132,18 @@ def _fanout_tools(catalog: _Catalog) -> Toolbox:
     return Toolbox([list_products, get_stock])
 
 
+def _status_problem(run: RunResult) -> list[str]:
+    """The problems of a run so far: it did not complete, or none."""
+    if run.status != "completed":
+        return [f"status {run.status}: {run.error or ''}".strip()]
+    return []
+
+
+def _score(metrics: CallMetrics, problems: list[str]) -> Score:
+    """Correct when nothing went wrong; the detail says what did."""
+    return Score.of(metrics, correct=not problems, detail="; ".join(problems)[:500] or None)
+
+
 class FanoutTask(Task):
     """Enumerate N products and total their stock."""
 
@@ -221,21 +233,12 @@ class FanoutTask(Task):
             if c.name == "get_stock" and c.ok
         }
         missing = [sku for sku in self.catalog.skus if sku not in covered]
-        problems = []
-        if run.status != "completed":
-            problems.append(f"status {run.status}: {run.error or ''}".strip())
+        problems = _status_problem(run)
         if missing:
             problems.append(f"{len(missing)} of {self.width} products never checked")
         if self.catalog.total not in numbers_in(run.answer):
             problems.append(f"the answer does not state the total {self.catalog.total}")
-        return Score(
-            correct=not problems,
-            detail="; ".join(problems)[:500] or None,
-            precision=metrics.precision,
-            recall=metrics.recall,
-            argument_accuracy=metrics.argument_accuracy,
-            expected_calls=metrics.expected,
-        )
+        return _score(metrics, problems)
 
 
 def fanout_tasks(
@@ -351,19 +354,10 @@ class ChainTask(Task):
         made = [Call(c.name, c.arguments) for c in run.calls]
         metrics = call_metrics(self.expected_calls(), made)
         target = self.emails[-1]
-        problems = []
-        if run.status != "completed":
-            problems.append(f"status {run.status}: {run.error or ''}".strip())
+        problems = _status_problem(run)
         if target not in (run.answer or "").lower():
             problems.append(f"the answer does not name {target}")
-        return Score(
-            correct=not problems,
-            detail="; ".join(problems)[:500] or None,
-            precision=metrics.precision,
-            recall=metrics.recall,
-            argument_accuracy=metrics.argument_accuracy,
-            expected_calls=metrics.expected,
-        )
+        return _score(metrics, problems)
 
 
 def chain_tasks(lengths: Sequence[int] = CHAIN_LENGTHS, *, seed: int = 0) -> list[Task]:

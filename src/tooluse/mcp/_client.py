@@ -31,7 +31,15 @@ import shlex
 import tempfile
 import threading
 import weakref
-from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from types import TracebackType
@@ -128,29 +136,27 @@ class _Watched:
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
-    def _seen(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
-        if isinstance(item, ValueError):
-            self._connection.note_stray(item)
-        return item
-
     async def receive(self) -> SessionMessage | Exception:
-        try:
-            item: SessionMessage | Exception = await self._inner.receive()
-        except BaseException:
-            self._connection.mark_lost()
-            raise
-        return self._seen(item)
+        return await self._read(self._inner.receive)
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
+        return await self._read(self._inner.__anext__)
+
+    async def _read(
+        self, take: Callable[[], Awaitable[SessionMessage | Exception]]
+    ) -> SessionMessage | Exception:
+        """The next item by `take`; the stream ending or failing means the server is gone."""
         try:
-            item: SessionMessage | Exception = await self._inner.__anext__()
+            item: SessionMessage | Exception = await take()
         except BaseException:
             self._connection.mark_lost()
             raise
-        return self._seen(item)
+        if isinstance(item, ValueError):
+            self._connection.note_stray(item)
+        return item
 
     async def aclose(self) -> None:
         self._connection.mark_lost()

@@ -37,7 +37,7 @@ from .._exceptions import (
     ModelServerError,
     UsageError,
 )
-from .._messages import Message, ToolCall, Usage
+from .._messages import Message, ToolCall, Usage, arguments_text
 from ..tools._render import to_anthropic
 from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
@@ -190,7 +190,7 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
                     ToolCall(
                         id=call_id,
                         name=name if isinstance(name, str) else "",
-                        arguments=_arguments_text(block.get("input")),
+                        arguments=arguments_text(block.get("input")),
                     )
                 )
         content = "".join(texts) if texts else None
@@ -436,14 +436,6 @@ def _tool_choice(choice: str, names: Mapping[str, str]) -> dict[str, Any]:
 
 
 # --- reading replies and failures -----------------------------------------------------
-
-
-def _arguments_text(raw: object) -> str:
-    if isinstance(raw, str):
-        return raw
-    if raw is None:
-        return ""
-    return json.dumps(raw, ensure_ascii=False)
 
 
 def _usage(raw: object) -> Usage | None:

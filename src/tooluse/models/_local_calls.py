@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._messages import ToolCall
+from .._syntax import dotted
 from ..decoding import CALL_CLOSE, CALL_OPEN
 
 __all__ = ["ReadCalls", "read_calls"]
@@ -172,7 +173,7 @@ def _python_calls(text: str, tool_names: Collection[str]) -> list[tuple[str, Any
     for node in nodes:
         if not isinstance(node, ast.Call) or node.args:
             return None
-        name = _dotted(node.func)
+        name = dotted(node.func)
         if name is None or (not isinstance(tree, ast.List) and name not in tool_names):
             return None
         try:
@@ -185,12 +186,3 @@ def _python_calls(text: str, tool_names: Collection[str]) -> list[tuple[str, Any
             return None
         calls.append((name, arguments))
     return calls
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None

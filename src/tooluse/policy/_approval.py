@@ -36,7 +36,7 @@ from typing import Any, Literal
 from .._exceptions import UsageError
 from .._frozen import frozen, thawed
 from .._messages import Message, ToolCall
-from .._records import Answered, CallRecord
+from .._records import Answered, CallRecord, call_key
 from ..tools import Caller, Tool
 from ._provenance import FREE_TEXT, MIN_CHARS, Provenance, Selections
 
@@ -58,12 +58,6 @@ Decision = Literal["allow", "deny", "defer"]
 DecidedBy = Literal["policy", "decision", "memory", "failure", "scope"]
 #: Which calls a policy is asked about.
 Asks = Literal["side_effects", "all"]
-
-
-def call_key(name: str, arguments: Mapping[str, Any]) -> str:
-    """The hash an approval is bound to: the tool's name and its exact arguments."""
-    text = json.dumps([name, arguments], sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

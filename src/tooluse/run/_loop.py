@@ -21,12 +21,12 @@ from typing import Any
 
 from .._exceptions import ModelError
 from .._messages import Message, ToolCall, Usage
-from .._records import Answered, CallRecord, Outcome, ScriptRecord
+from .._records import Answered, CallRecord, Outcome, ScriptRecord, call_identity
 from .._tokens import count_tokens
 from ..context._window import ContextWindow
 from ..conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
 from ..conventions._plan import PlanProgram
-from ..dispatch._plans import PlanRun, call_key, run_plan
+from ..dispatch._plans import PlanRun, run_plan
 from ..models import ModelRequest, ModelResponse, ToolChoice
 from ..policy._approval import ApprovalRequest, Paused
 from ..tools import Tool
@@ -341,10 +341,13 @@ def _plan_turn(
     """Run a plan, wave after wave, in one round; False if it paused for approval."""
     done = {o.id: o for o in earlier}
     previous = {
-        call_key(c.name, c.arguments): c for c in state.calls if c.source == "plan" and c.ok
+        call_identity(c.name, c.arguments): c for c in state.calls if c.source == "plan" and c.ok
     }
     runner = run_plan(
-        program, plan_id, reuse=lambda name, args: previous.get(call_key(name, args)), earlier=done
+        program,
+        plan_id,
+        reuse=lambda name, args: previous.get(call_identity(name, args)),
+        earlier=done,
     )
     try:
         wave = next(runner)
@@ -455,11 +458,7 @@ def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConf
     worst: CallRecord | None = None
     worst_count = 0
     for record in records:
-        key = (
-            record.name,
-            json.dumps(record.arguments, sort_keys=True, default=str),
-            record.content,
-        )
+        key = (*call_identity(record.name, record.arguments), record.content)
         count = state._repeats[key] = state._repeats.get(key, 0) + 1
         if count > worst_count:
             worst, worst_count = record, count

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._row import row_from_json
+
 __all__ = ["AgentDojoRow"]
 
 _IDENTITY = ("suite", "user_task", "convention", "model", "defense")
@@ -77,8 +79,4 @@ class AgentDojoRow:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgentDojoRow:
         """A row from a decoded ``results.jsonl`` line; ValueError when it is not one."""
-        missing = [key for key in _IDENTITY if not isinstance(data.get(key), str)]
-        if missing:
-            raise ValueError(f"not an AgentDojo row: no {', '.join(missing)}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        return row_from_json(cls, data, _IDENTITY, "an AgentDojo row")

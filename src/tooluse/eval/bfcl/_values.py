@@ -42,13 +42,13 @@ def java_source(value: Any, java_type: str, item_type: str | None = None) -> str
     if java_type == "HashMap" and isinstance(value, dict):
         if not value:
             return "new HashMap<>()"
-        puts = " ".join(f'put("{k}", {_java_literal(v)});' for k, v in value.items())
+        puts = " ".join(f'put("{k}", {_literal(v)});' for k, v in value.items())
         return f"new HashMap<String, Object>() {{{{ {puts} }}}}"
     if java_type == "long" and type(value) is int:
         return f"{value}L"
     if java_type == "float" and type(value) in (int, float):
         return f"{value}f"
-    return _java_literal(value)
+    return _literal(value)
 
 
 def _java_list_element(value: Any, item_type: str | None) -> str:
@@ -57,7 +57,8 @@ def _java_list_element(value: Any, item_type: str | None) -> str:
     return java_source(value, item_type or "any")
 
 
-def _java_literal(value: Any) -> str:
+def _literal(value: Any) -> str:
+    """A scalar as Java and JavaScript both write it (anything else as Python writes it)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -77,14 +78,8 @@ def js_source(value: Any, js_type: str, item_type: str | None = None) -> str:
 
 
 def _js_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if value is None:
-        return "null"
     if isinstance(value, list):
         return "[" + ", ".join(_js_literal(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_js_literal(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+    return _literal(value)
