@@ -287,7 +287,8 @@ async def test_a_deferred_call_pauses_the_run_and_resuming_runs_only_what_waited
         ("s", "HEY"),
     ]
     finish(resumed, ModelResponse(content="3 and HEY"))
-    assert state.status == "completed"
+    assert state.answer == "3 and HEY"
+    assert state.status == "completed"  # type: ignore[comparison-overlap]
     assert state.rounds == 2
     assert state.paused is None
     assert [c.id for c in state.calls] == ["a", "s"]
