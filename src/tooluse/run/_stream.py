@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._eventloop import PrivateLoop
 from .._messages import Message, Usage
 from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
+from ..events import CONTEXT_TOOLS, ContextOffload, Event
 from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
 from ..policy._approval import ApprovalRequest, Paused
 from ._loop import RunCalls, RunScript, RunState
@@ -56,9 +57,6 @@ __all__ = [
     "SyncRunStream",
     "TextEvent",
 ]
-
-#: The context tools an agent may call; their calls are reported as context events too.
-_CONTEXT_TOOLS = {"context_offload": "offload", "context_compress": "compress"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +262,9 @@ class StreamHooks:
                 waiting.append(outcome)
                 continue
             self._put(CallEndEvent(outcome, round_))
-            action = _CONTEXT_TOOLS.get(outcome.name)
-            if action is not None and isinstance(outcome, CallRecord) and outcome.ok:
+            tag = CONTEXT_TOOLS.get(outcome.name)
+            if tag is not None and isinstance(outcome, CallRecord) and outcome.ok:
+                action = tag.removeprefix("context_")
                 self._put(ContextEvent(action, "agent", _ids(outcome.arguments), round_))
         if waiting:
             self._put(ApprovalEvent(tuple(waiting), round_))
@@ -324,10 +323,9 @@ class StreamHooks:
 
     # --- the trace (events the loop itself reports) -------------------------------------
 
-    def trace(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "context_offload":
-            ids = tuple(str(i) for i in event.get("ids", ()))
-            self._put(ContextEvent("offload", "harness", ids, self._state.rounds))
+    def trace(self, event: Event) -> None:
+        if isinstance(event, ContextOffload):
+            self._put(ContextEvent("offload", event.by, event.ids, self._state.rounds))
 
     def finished(self) -> None:
         self._end_round()
