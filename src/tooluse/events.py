@@ -78,7 +78,8 @@ class Event:
     """The base of every event: its tag `kind` and its time `t`."""
 
     kind: ClassVar[str] = "event"
-    t: float = field(default_factory=_now, kw_only=True)
+    # Two events are equal when they say the same thing, whenever they were made.
+    t: float = field(default_factory=_now, kw_only=True, compare=False)
 
     def _body(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -265,7 +266,7 @@ class ModelDelta(Event):
     Streams give these; a trace does not record them (the reply holds the text).
     """
 
-    kind: ClassVar[str] = "model_delta"
+    kind: ClassVar[str] = "text"
     text: str
     round: int
 

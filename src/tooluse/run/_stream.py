@@ -30,9 +30,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._eventloop import PrivateLoop
-from .._messages import Message, Usage
+from .._messages import Message
 from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
-from ..events import CONTEXT_TOOLS, ContextOffload, Event
+from ..events import (
+    CONTEXT_TOOLS,
+    CallStart,
+    ContextOffload,
+    Event,
+    ModelDelta,
+    RoundEnd,
+    ScriptOutput,
+    ScriptStart,
+)
 from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
 from ..policy._approval import ApprovalRequest, Paused
 from ._loop import RunCalls, RunScript, RunState
@@ -59,28 +68,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class TextEvent:
-    """A piece of the model's text in round `round`."""
-
-    text: str
-    round: int
-    kind: Literal["text"] = "text"
-
-
-@dataclass(frozen=True, slots=True)
-class CallStartEvent:
-    """A tool call begins: its name is known (its arguments may still be arriving).
-
-    `id` is the call's id where the wire gives one at its start; `index` is its
-    place in the reply.
-    """
-
-    id: str | None
-    name: str
-    round: int
-    index: int
-    kind: Literal["call_start"] = "call_start"
+#: The stream's names for the events of `tooluse.events` it gives as they are.
+TextEvent = ModelDelta
+CallStartEvent = CallStart
+ScriptStartEvent = ScriptStart
+ScriptOutputEvent = ScriptOutput
+RoundEndEvent = RoundEnd
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,23 +91,6 @@ class CallEndEvent:
     @property
     def name(self) -> str:
         return self.record.name
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptStartEvent:
-    id: str
-    code: str
-    round: int
-    kind: Literal["script_start"] = "script_start"
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptOutputEvent:
-    """One line the script printed (without its newline), as it printed it."""
-
-    id: str
-    line: str
-    kind: Literal["script_output"] = "script_output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +121,6 @@ class ApprovalEvent:
     requests: tuple[ApprovalRequest, ...]
     round: int
     kind: Literal["approval"] = "approval"
-
-
-@dataclass(frozen=True, slots=True)
-class RoundEndEvent:
-    """Round `round` ended (its reply acted on); `usage` is its tokens, None if it failed."""
-
-    round: int
-    usage: Usage | None
-    kind: Literal["round_end"] = "round_end"
 
 
 @dataclass(frozen=True, slots=True)
