@@ -327,7 +327,7 @@ class Agent:
         (``await stream.aclose()``) or the task cancelled, and keeps every call
         that ended.
         """
-        return open_stream(self, self._open(task, expect), task, history)
+        return self._stream(self._open(task, expect), task, history)
 
     def stream_sync(
         self,
@@ -344,7 +344,7 @@ class Agent:
         """
         _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
         run = self._open(task, expect)
-        return SyncRunStream(open_stream(self, run, task, history))
+        return SyncRunStream(self._stream(run, task, history))
 
     def resume(
         self,
@@ -410,7 +410,7 @@ class Agent:
         whole run, as `resume` returns it.
         """
         run = self._reopen(result, decisions, expect)
-        return open_stream(self, run, run.task, (), paused=result.paused)
+        return self._stream(run, run.task, (), paused=result.paused)
 
     def resume_stream_sync(
         self,
@@ -422,7 +422,7 @@ class Agent:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
         _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
         run = self._reopen(result, decisions, expect)
-        stream = open_stream(self, run, run.task, (), paused=result.paused)
+        stream = self._stream(run, run.task, (), paused=result.paused)
         return SyncRunStream(stream)
 
     def _reopen(
@@ -568,6 +568,21 @@ class Agent:
             )
         )
         return run
+
+    def _stream(
+        self,
+        run: _Run,
+        task: str,
+        history: Sequence[Message],
+        *,
+        paused: Paused | None = None,
+    ) -> RunStream:
+        """`run` played as a stream of events (the one entry the stream module is given)."""
+
+        async def play(hooks: StreamHooks) -> None:
+            await self._play(run, task, history, paused=paused, hooks=hooks)
+
+        return open_stream(run, play, offloads=self.context is not None)
 
     async def _play(
         self,

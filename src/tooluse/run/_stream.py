@@ -27,10 +27,9 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._eventloop import PrivateLoop
-from .._messages import Message
 from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from ..events import (
     CONTEXT_TOOLS,
@@ -43,12 +42,27 @@ from ..events import (
     ScriptStart,
 )
 from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
-from ..policy._approval import ApprovalRequest, Paused
+from ..policy._approval import ApprovalRequest
 from ._loop import RunCalls, RunScript, RunState
 from ._result import RunResult
 
 if TYPE_CHECKING:
-    from ._agent import Agent, _Run
+    from ..dispatch._dispatch import Dispatcher
+    from ._trace import TypedSink
+
+
+class StreamedRun(Protocol):
+    """What a stream needs of the run it plays (the agent's own record of it)."""
+
+    state: RunState
+    sinks: list[TypedSink]
+    dispatcher: Dispatcher
+
+    def end(self, *, interrupted: bool = False) -> RunResult: ...
+
+
+#: Plays the run to its end with the given hooks attached to its driver.
+Play = Callable[["StreamHooks"], Coroutine[Any, Any, None]]
 
 __all__ = [
     "ApprovalEvent",
@@ -63,6 +77,7 @@ __all__ = [
     "ScriptStartEvent",
     "StreamEvent",
     "StreamHooks",
+    "StreamedRun",
     "SyncRunStream",
     "TextEvent",
 ]
@@ -322,7 +337,7 @@ class _Ending:
     """The run and its result, shared by the stream and its event generator (which must
     not refer to the stream: a dropped stream is then freed at once, and its run cancelled)."""
 
-    run: _Run
+    run: StreamedRun
     result: RunResult | None = None
     #: Whether an event waits to be taken (so taking it will not wait).
     ready: Callable[[], bool] = lambda: False
@@ -332,8 +347,8 @@ _END = object()
 
 
 async def _events(
-    run: _Run,
-    play: Callable[[StreamHooks], Coroutine[Any, Any, None]],
+    run: StreamedRun,
+    play: Play,
     ending: _Ending,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -411,32 +426,25 @@ class RunStream:
             await self.aclose()
 
 
-def open_stream(
-    agent: Agent,
-    run: _Run,
-    task: str,
-    history: Sequence[Message],
-    *,
-    paused: Paused | None = None,
-) -> RunStream:
-    """The stream of `run`, not started until its first event is asked for.
+def open_stream(run: StreamedRun, play: Play, *, offloads: bool = False) -> RunStream:
+    """The stream of `run`, played by `play`, not started until its first event is asked for.
 
     Calls and scripts wait to start until the consumer has taken every event
     before them, model requests until it asks for the next: a tool's side effects
     never come before the start of its call on a screen, and a consumer that stops
-    asking stops the run.
-    `paused`: where a resumed run goes on from (`Agent.resume_stream`).
+    asking stops the run. `offloads`: the run has a context window, whose
+    harness offloads reach the stream as events.
     """
-    if agent.context is not None:
-        run.state.tracing = True  # the harness's offloads reach the stream as events
+    if offloads:
+        run.state.tracing = True
 
-    async def play(hooks: StreamHooks) -> None:
-        if agent.context is not None:
+    async def played(hooks: StreamHooks) -> None:
+        if offloads:
             run.sinks.append(hooks.trace)
-        await agent._play(run, task, history, paused=paused, hooks=hooks)
+        await play(hooks)
 
     ending = _Ending(run)
-    return RunStream(_events(run, play, ending), ending)
+    return RunStream(_events(run, played, ending), ending)
 
 
 class SyncRunStream:
