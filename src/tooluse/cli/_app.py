@@ -30,6 +30,15 @@ from .. import (
     ToolUseError,
     UsageError,
 )
+from ..events import (
+    CallEnd,
+    CallRejected,
+    Event,
+    Feedback,
+    ScopeFixed,
+    ScriptEnd,
+    event_from_dict,
+)
 from ..models._spec import DEFAULT_LOCAL_TEXT, resolve_model
 from ..run._trace import EventSink
 from ..tools import Tool
@@ -176,36 +185,39 @@ class Format(StrEnum):
     stubs = "stubs"
 
 
-def _render_event(event: dict[str, Any]) -> None:
-    kind = event.get("event")
-    if kind == "call":
-        args = json.dumps(event["arguments"], ensure_ascii=False)
-        if event.get("error"):
-            err.print(
-                f"[yellow]✗ {escape(event['name'])}({escape(args)})[/] → {escape(event['error'])}"
-            )
-        else:
-            result = json.dumps(event["result"], ensure_ascii=False, default=str)
-            if len(result) > 200:
-                result = result[:200] + "…"
-            err.print(f"[green]✓ {escape(event['name'])}[/]({escape(args)}) → {escape(result)}")
-    elif kind == "rejected":
-        err.print(f"[red]✗ rejected {escape(event['name'] or '?')}[/]: {escape(event['error'])}")
-    elif kind == "script":
-        err.print(Syntax(event["code"].rstrip(), "python", line_numbers=False))
-        colour = "green" if event["status"] == "ok" else "red"
-        err.print(f"[{colour}]▶ {event['id']}: {event['status']}, {event['calls']} calls[/]")
-        shown = event["stdout"].rstrip() or ""
-        if event.get("error"):
-            shown = f"{shown}\n{event['error']}".strip()
-        if shown:
-            err.print(escape(shown))
-    elif kind == "feedback":
-        err.print(f"[magenta]↺ feedback[/]: {escape(event['text'])}")
-    elif kind == "scope":
-        named = ", ".join(event["tools"]) or "no tool with side effects"
-        problem = f" ({event['problem']})" if event.get("problem") else ""
-        err.print(f"[cyan]⊂ scope[/]: {escape(named)}{escape(problem)}")
+def _render_event(event: Event) -> None:
+    match event:
+        case CallEnd(record=record):
+            args = json.dumps(record.arguments, ensure_ascii=False)
+            if record.error:
+                err.print(
+                    f"[yellow]✗ {escape(record.name)}({escape(args)})[/] → {escape(record.error)}"
+                )
+            else:
+                result = json.dumps(record.result, ensure_ascii=False, default=str)
+                if len(result) > 200:
+                    result = result[:200] + "…"
+                err.print(f"[green]✓ {escape(record.name)}[/]({escape(args)}) → {escape(result)}")
+        case CallRejected(record=rejected):
+            name = escape(rejected.name or "?")
+            err.print(f"[red]✗ rejected {name}[/]: {escape(rejected.error)}")
+        case ScriptEnd():
+            err.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
+            colour = "green" if event.status == "ok" else "red"
+            err.print(f"[{colour}]▶ {event.id}: {event.status}, {event.calls} calls[/]")
+            shown = event.stdout.rstrip() or ""
+            if event.error:
+                shown = f"{shown}\n{event.error}".strip()
+            if shown:
+                err.print(escape(shown))
+        case Feedback(text=text):
+            err.print(f"[magenta]↺ feedback[/]: {escape(text)}")
+        case ScopeFixed(tools=tools, problem=problem):
+            named = ", ".join(tools) or "no tool with side effects"
+            note = f" ({problem})" if problem else ""
+            err.print(f"[cyan]⊂ scope[/]: {escape(named)}{escape(note)}")
+        case _:
+            pass
 
 
 _APPROVE_HELP = (
@@ -370,13 +382,14 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     toolbox = gather_tools(ctx, tools, mcp or [])
     backend = resolve_model(model, base_url=base_url)
     live = LiveView(err, _render_event) if stream and not as_json else None
-    render = None if as_json else _render_event
-    if live is not None:
+    render: EventSink | None = None
+    if not as_json:
 
-        def render(event: dict[str, Any]) -> None:
+        def render(data: dict[str, Any]) -> None:
+            event = event_from_dict(data)
             # Streamed, calls and scripts are drawn from the stream; the loop's notes to
             # the model and the scope, from the trace.
-            if not live.streaming or event.get("event") in ("feedback", "scope"):
+            if live is None or not live.streaming or isinstance(event, Feedback | ScopeFixed):
                 _render_event(event)
 
     writer = _open_trace(trace) if trace is not None else None

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from .._records import CallRecord, RejectedCall
+from ..events import CallEnd, CallRejected, Event
 from ..run._agent import Agent
 from ..run._result import RunResult
 from ..run._stream import (
@@ -32,11 +33,11 @@ class LiveView:
     """Draws a streamed run on `console`: the model's text as it comes, each call as it
     starts and ends, a script's code and then its output line by line.
 
-    Ended calls are drawn by `render_record` (given the record as its trace event), so
-    they look as they do without streaming.
+    Ended calls are drawn by `render_record` (given the call's `CallEnd` or
+    `CallRejected`), so they look as they do without streaming.
     """
 
-    def __init__(self, console: Console, render_record: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, console: Console, render_record: Callable[[Event], None]) -> None:
         self.console = console
         self.render_record = render_record
         self._in_text = False
@@ -69,8 +70,7 @@ class LiveView:
         records: list[CallRecord | RejectedCall] = [*result.calls, *result.rejected]
         for record in records:
             if record.id not in self._shown:
-                kind = "call" if isinstance(record, CallRecord) else "rejected"
-                self.render_record({"event": kind, **record.to_dict()})
+                self.render_record(_ended(record))
         return result
 
     def show(self, event: StreamEvent) -> None:
@@ -83,8 +83,7 @@ class LiveView:
             self.console.print(f"[cyan]… {escape(event.name)}[/]")
         elif isinstance(event, CallEndEvent):
             self._shown.add(event.record.id)
-            kind = "call" if isinstance(event.record, CallRecord) else "rejected"
-            self.render_record({"event": kind, **event.record.to_dict()})
+            self.render_record(_ended(event.record))
         elif isinstance(event, ScriptStartEvent):
             self.console.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
         elif isinstance(event, ScriptOutputEvent):
@@ -106,3 +105,7 @@ class LiveView:
         if self._in_text:
             self.console.print()
             self._in_text = False
+
+
+def _ended(record: CallRecord | RejectedCall) -> CallEnd | CallRejected:
+    return CallEnd(record) if isinstance(record, CallRecord) else CallRejected(record)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import events as ev
 from .._eventloop import PrivateLoop
 from .._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
 from .._expect import Expect, check_expectations, check_tools
@@ -51,7 +52,7 @@ from ._otel import check_otel, otel_enabled, otel_sink
 from ._result import RunResult
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
-from ._trace import EventSink, JsonlTrace, stamp
+from ._trace import EventSink, JsonlTrace, TypedSink, as_dict_sink
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -326,7 +327,7 @@ class Agent:
         (``await stream.aclose()``) or the task cancelled, and keeps every call
         that ended.
         """
-        return open_stream(self, self._open(task, expect), task, history)
+        return self._stream(self._open(task, expect), task, history)
 
     def stream_sync(
         self,
@@ -343,7 +344,7 @@ class Agent:
         """
         _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
         run = self._open(task, expect)
-        return SyncRunStream(open_stream(self, run, task, history))
+        return SyncRunStream(self._stream(run, task, history))
 
     def resume(
         self,
@@ -409,7 +410,7 @@ class Agent:
         whole run, as `resume` returns it.
         """
         run = self._reopen(result, decisions, expect)
-        return open_stream(self, run, run.task, (), paused=result.paused)
+        return self._stream(run, run.task, (), paused=result.paused)
 
     def resume_stream_sync(
         self,
@@ -421,7 +422,7 @@ class Agent:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
         _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
         run = self._reopen(result, decisions, expect)
-        stream = open_stream(self, run, run.task, (), paused=result.paused)
+        stream = self._stream(run, run.task, (), paused=result.paused)
         return SyncRunStream(stream)
 
     def _reopen(
@@ -470,19 +471,19 @@ class Agent:
         state.pending = list(result.pending)
         run.approvals_before = list(result.approvals)
         result.resumed = True
-        run.emit({"event": "run_resumed", "decisions": sorted(decisions)})
+        run.emit(ev.ApprovalDecided(tuple(sorted(decisions))))
         return run
 
     def _open(
         self, task: str, expect: Expect | Sequence[Expect], *, paused: Paused | None = None
     ) -> _Run:
         """Start recording a run: its trace, its tools and its dispatcher."""
-        sinks: list[EventSink] = []
+        sinks: list[TypedSink] = []
         writer = JsonlTrace(self.trace) if self.trace is not None else None
         if writer is not None:
             sinks.append(writer)
         if self.on_event is not None:
-            sinks.append(self.on_event)
+            sinks.append(as_dict_sink(self.on_event))
         if self.otel is not False:
             sinks.append(otel_sink(None if self.otel is True else self.otel))
         window: ContextWindow | None = None
@@ -557,17 +558,31 @@ class Agent:
             state = run.state
             gate.messages = lambda: state.messages
         run.emit(
-            {
-                "event": "run_start",
-                "task": task,
-                "model": self.model.name,
-                "convention": convention.name,
-                **({"chosen_by": convention.chosen_by} if convention.chosen_by else {}),
-                "tools": tools.names,
-                **({"scope": sorted(gate.scope)} if gate is not None and gate.scope else {}),
-            }
+            ev.RunStart(
+                task,
+                self.model.name,
+                convention.name,
+                tuple(tools.names),
+                convention.chosen_by or None,
+                tuple(sorted(gate.scope)) if gate is not None and gate.scope else None,
+            )
         )
         return run
+
+    def _stream(
+        self,
+        run: _Run,
+        task: str,
+        history: Sequence[Message],
+        *,
+        paused: Paused | None = None,
+    ) -> RunStream:
+        """`run` played as a stream of events (the one entry the stream module is given)."""
+
+        async def play(hooks: StreamHooks) -> None:
+            await self._play(run, task, history, paused=paused, hooks=hooks)
+
+        return open_stream(run, play, offloads=self.context is not None)
 
     async def _play(
         self,
@@ -615,7 +630,7 @@ class Agent:
             # The host never crashes on a run: whatever broke, the state so far is kept.
             state.status = "error"
             state.error = f"{type(exc).__name__}: {exc}"
-            run.emit({"event": "internal_error", "traceback": traceback.format_exc()})
+            run.emit(ev.InternalError(traceback.format_exc()))
         run.played = True
 
     async def _ask_scope(self, run: _Run, gate: Gate, task: str) -> None:
@@ -626,13 +641,9 @@ class Agent:
         gate.scope = asked.scope
         run.state.usage.asides.append(asked.usage)
         run.emit(
-            {
-                "event": "scope",
-                "tools": sorted(asked.scope),
-                "by": "model",
-                **({"problem": asked.problem} if asked.problem else {}),
-                "usage": asked.usage.to_dict(),
-            }
+            ev.ScopeFixed(
+                tuple(sorted(asked.scope)), "model", asked.usage.to_dict(), asked.problem or None
+            )
         )
 
     async def _drive(
@@ -744,7 +755,7 @@ class _Run:
         agent: Agent,
         *,
         convention: Convention,
-        sinks: list[EventSink],
+        sinks: list[TypedSink],
         writer: JsonlTrace | None,
         expectations: list[Expect],
         tools: Toolbox,
@@ -777,11 +788,10 @@ class _Run:
         self.result: RunResult | None = None
         self.start = time.perf_counter()
 
-    def emit(self, event: dict[str, Any]) -> None:
-        stamped = stamp(event)
+    def emit(self, event: ev.Event) -> None:
         for sink in self.sinks:
             try:
-                sink(stamped)
+                sink(event)
             except Exception as exc:
                 # Tracing must never change what the run does.
                 self.sink_errors += 1
@@ -836,22 +846,17 @@ class _Run:
                 state.paused.provenance = gate.provenance.to_dict()
             result.paused = state.paused
         self.emit(
-            {
-                "event": "run_end",
-                "status": result.status,
-                "answer": result.answer,
-                "error": result.error,
-                "rounds": result.rounds,
-                "calls": len(result.calls),
-                "rejected": len(result.rejected),
-                "usage": result.usage.to_dict(),
-                "duration_s": result.duration_s,
-                **(
-                    {"untrusted_in_answer": [s.to_dict() for s in result.untrusted_in_answer]}
-                    if result.untrusted_in_answer
-                    else {}
-                ),
-            }
+            ev.RunEnd(
+                result.status,
+                result.answer,
+                result.error,
+                result.rounds,
+                len(result.calls),
+                len(result.rejected),
+                result.usage.to_dict(),
+                result.duration_s,
+                tuple(s.to_dict() for s in result.untrusted_in_answer),
+            )
         )
         result.sink_errors = self.sink_errors
         if self.writer is not None:

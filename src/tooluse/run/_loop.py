@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import events as ev
 from .._exceptions import ModelError
 from .._messages import Message, ToolCall, Usage
 from .._records import Answered, CallRecord, Outcome, ScriptRecord, call_identity
@@ -113,7 +114,7 @@ class LoopConfig:
 class RunState:
     """Everything the run has recorded so far; kept whatever happens."""
 
-    emit: Callable[[dict[str, Any]], None]
+    emit: Callable[[ev.Event], None]
     #: Whether anyone listens; events are not even built otherwise.
     tracing: bool = True
     messages: list[Message] = field(default_factory=list)
@@ -197,11 +198,11 @@ def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> None:
         if isinstance(outcome, CallRecord):
             state.calls.append(outcome)
             if state.tracing:
-                state.emit({"event": "call", **outcome.to_dict()})
+                state.emit(ev.CallEnd(outcome))
         else:
             state.rejected.append(outcome)
             if state.tracing:
-                state.emit({"event": "rejected", **outcome.to_dict()})
+                state.emit(ev.CallRejected(outcome))
 
 
 def keep_unrecorded(state: RunState, outcomes: Sequence[Outcome]) -> None:
@@ -221,7 +222,8 @@ def _pause(state: RunState, pending: list[ApprovalRequest], paused: Paused) -> N
     names = ", ".join(sorted({p.tool for p in pending}))
     state.error = f"{len(pending)} call(s) wait for approval: {names}"
     if state.tracing:
-        state.emit({"event": "approval_needed", "pending": [p.to_dict() for p in pending]})
+        state.emit(ev.ApprovalNeeded(tuple(pending)))
+        state.emit(ev.Paused(paused.round))
 
 
 def _split(
@@ -266,7 +268,7 @@ def _finish_turn(
     if more:
         state.add(Message("user", "\n".join(more)))
         if state.tracing:
-            state.emit({"event": "feedback", "round": round_, "text": "\n".join(more)})
+            state.emit(ev.Feedback(round_, "\n".join(more)))
     return True
 
 
@@ -325,7 +327,7 @@ def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Eff
         )
     )
     if state.tracing:
-        state.emit({"event": "script", **record.to_dict()})
+        state.emit(ev.ScriptEnd.of(record))
     return True
 
 
@@ -365,18 +367,14 @@ def _plan_turn(
     state.add(Message("tool", report, tool_call_id=plan_id, name="plan", is_error=not run.ok))
     if state.tracing:
         state.emit(
-            {
-                "event": "plan",
-                "id": plan_id,
-                "round": round_,
-                "code": program.code,
-                "ok": run.ok,
-                "steps": [
-                    {"name": s.name, "line": s.line, "status": s.status, "error": s.error}
-                    for s in run.steps
-                ],
-                "content": report,
-            }
+            ev.PlanEnd(
+                plan_id,
+                round_,
+                program.code,
+                run.ok,
+                tuple(ev.PlanStep(s.name, s.line, s.status, s.error) for s in run.steps),
+                report,
+            )
         )
     return True
 
@@ -386,7 +384,7 @@ def _resume(
 ) -> Generator[Effect, Any, bool]:
     """Finish the turn, script or plan a run was paused in; False if the run stops again."""
     if state.tracing:
-        state.emit({"event": "resumed", "round": paused.round})
+        state.emit(ev.Resumed(paused.round))
     awaited = [p.key for p in state.pending]
     state.pending = []
     if paused.plan and paused.script_id is not None:
@@ -597,7 +595,7 @@ def _rounds(
         if state.context is not None:
             moved = state.context.enforce(tools_tokens)
             if moved and state.tracing:
-                state.emit({"event": "context_offload", "by": "harness", "ids": moved})
+                state.emit(ev.ContextOffload("harness", tuple(moved), round_))
             window = state.context.messages()
         else:
             window = list(state.messages)
@@ -617,7 +615,7 @@ def _rounds(
             described_tools=described,
         )
         if state.tracing:
-            state.emit({"event": "model_request", "round": round_, "messages": len(state.messages)})
+            state.emit(ev.ModelRequest(round_, len(state.messages)))
         try:
             response: ModelResponse = yield AskModel(request)
         except ModelError as exc:
@@ -630,13 +628,7 @@ def _rounds(
         state.usage.rounds.append(usage)
         if state.tracing:
             state.emit(
-                {
-                    "event": "model_response",
-                    "round": round_,
-                    "message": reply.to_openai(),
-                    "usage": usage.to_dict(),
-                    "finish_reason": response.finish_reason,
-                }
+                ev.ModelReply(round_, reply.to_openai(), usage.to_dict(), response.finish_reason)
             )
         action = convention.interpret(response)
         if isinstance(action, Answer):
@@ -647,14 +639,14 @@ def _rounds(
                 state.noted_unmade_call = True
                 state.add(Message("user", note))
                 if state.tracing:
-                    state.emit({"event": "feedback", "round": round_, "text": note})
+                    state.emit(ev.Feedback(round_, note))
                 continue
             state.status, state.answer = "completed", action.text
             return
         if isinstance(action, Retry):
             state.add(Message("user", action.feedback))
             if state.tracing:
-                state.emit({"event": "feedback", "round": round_, "text": action.feedback})
+                state.emit(ev.Feedback(round_, action.feedback))
             continue
         if isinstance(action, Script):
             script_id = f"script_{len(state.scripts) + 1}"

@@ -28,14 +28,27 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import UsageError
+from .._records import CallRecord, RejectedCall
+from ..events import (
+    CONTEXT_TOOLS,
+    ApprovalNeeded,
+    CallEnd,
+    CallRejected,
+    ContextOffload,
+    Event,
+    Feedback,
+    InternalError,
+    ModelReply,
+    ModelRequest,
+    RunEnd,
+    RunStart,
+    ScriptEnd,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
 __all__ = ["OtelSink", "check_otel", "otel_enabled", "otel_sink"]
-
-#: Context tools the agent calls itself; each call is also an event on the run.
-_CONTEXT_TOOLS = {"context_compress": "compress", "context_offload": "offload"}
 
 _lock = threading.Lock()
 
@@ -125,41 +138,69 @@ class OtelSink:
         self._chat: Span | None = None
         self._model = "model"
         #: Calls a script made, held until the script's own event gives their parent.
-        self._script_calls: list[dict[str, Any]] = []
+        self._script_calls: list[CallEnd | CallRejected] = []
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        handler = getattr(self, "_on_" + str(event.get("event")), None)
-        if handler is not None:
-            handler(event)
+    def __call__(self, event: Event) -> None:
+        match event:
+            case RunStart():
+                self._run_start(event)
+            case RunEnd():
+                self._run_end(event)
+            case ModelRequest():
+                self._model_request(event)
+            case ModelReply():
+                self._model_reply(event)
+            case CallEnd() | CallRejected():
+                if event.record.source == "script":
+                    self._script_calls.append(event)
+                else:
+                    self._tool_span(event, self._run)
+            case ScriptEnd():
+                self._script(event)
+            case Feedback(round=round_, text=text):
+                attributes: dict[str, Any] = {"tooluse.round": round_}
+                if self.content:
+                    attributes["tooluse.text"] = text
+                self._event("tooluse.feedback", event, attributes)
+            case ContextOffload(by=by, ids=ids):
+                attributes = {"tooluse.context.by": by, "tooluse.context.ids": list(ids)}
+                self._event("tooluse.context.offload", event, attributes)
+            case ApprovalNeeded(pending=pending):
+                tools = [p.tool for p in pending]
+                self._event("tooluse.approval_needed", event, {"tooluse.pending_tools": tools})
+            case InternalError():
+                self._event("tooluse.internal_error", event, {})
+            case _:
+                pass
 
     # -- the run ---------------------------------------------------------------------
 
-    def _on_run_start(self, event: dict[str, Any]) -> None:
-        self._model = str(event.get("model") or "model")
+    def _run_start(self, event: RunStart) -> None:
+        self._model = event.model or "model"
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": _provider_name(self._model),
             "gen_ai.request.model": _request_model(self._model),
-            "tooluse.convention": str(event.get("convention", "")),
-            "tooluse.tools": [str(n) for n in event.get("tools", ())],
+            "tooluse.convention": event.convention,
+            "tooluse.tools": list(event.tools),
         }
         if self.content:
             attributes["gen_ai.input.messages"] = json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": event.get("task", "")}]}],
+                [{"role": "user", "parts": [{"type": "text", "content": event.task}]}],
                 ensure_ascii=False,
             )
         self._run = self.tracer.start_span(
-            "invoke_agent", attributes=attributes, start_time=_ns(event["t"])
+            "invoke_agent", attributes=attributes, start_time=_ns(event.t)
         )
 
-    def _on_run_end(self, event: dict[str, Any]) -> None:
+    def _run_end(self, event: RunEnd) -> None:
         from opentelemetry.trace import Status, StatusCode
 
-        end = _ns(event["t"])
-        status = str(event.get("status", ""))
+        end = _ns(event.t)
+        status = event.status
         if self._chat is not None:
             # The model never answered this request.
-            self._chat.set_status(Status(StatusCode.ERROR, str(event.get("error") or "")))
+            self._chat.set_status(Status(StatusCode.ERROR, event.error or ""))
             self._chat.set_attribute("error.type", "model_error")
             self._chat.end(end_time=end)
             self._chat = None
@@ -167,21 +208,21 @@ class OtelSink:
         run = self._run
         if run is None:
             return
-        usage = event.get("usage") or {}
+        usage = event.usage
         run.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
         run.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
         run.set_attribute("tooluse.status", status)
-        run.set_attribute("tooluse.rounds", int(event.get("rounds", 0)))
-        run.set_attribute("tooluse.calls", int(event.get("calls", 0)))
-        run.set_attribute("tooluse.rejected", int(event.get("rejected", 0)))
-        if self.content and event.get("answer") is not None:
+        run.set_attribute("tooluse.rounds", event.rounds)
+        run.set_attribute("tooluse.calls", event.calls)
+        run.set_attribute("tooluse.rejected", event.rejected)
+        if self.content and event.answer is not None:
             run.set_attribute(
                 "gen_ai.output.messages",
                 json.dumps(
                     [
                         {
                             "role": "assistant",
-                            "parts": [{"type": "text", "content": event["answer"]}],
+                            "parts": [{"type": "text", "content": event.answer}],
                         }
                     ],
                     ensure_ascii=False,
@@ -189,31 +230,13 @@ class OtelSink:
             )
         if status in ("error", "cancelled"):
             run.set_attribute("error.type", status)
-            run.set_status(Status(StatusCode.ERROR, str(event.get("error") or status)))
+            run.set_status(Status(StatusCode.ERROR, event.error or status))
         run.end(end_time=end)
         self._run = None
 
-    def _on_feedback(self, event: dict[str, Any]) -> None:
-        attributes: dict[str, Any] = {"tooluse.round": int(event.get("round", 0))}
-        if self.content:
-            attributes["tooluse.text"] = str(event.get("text", ""))
-        self._event("tooluse.feedback", event, attributes)
-
-    def _on_context_offload(self, event: dict[str, Any]) -> None:
-        ids = [str(i) for i in event.get("ids", ())]
-        attributes = {"tooluse.context.by": str(event.get("by", "")), "tooluse.context.ids": ids}
-        self._event("tooluse.context.offload", event, attributes)
-
-    def _on_approval_needed(self, event: dict[str, Any]) -> None:
-        pending = [str(p.get("tool", "")) for p in event.get("pending", ())]
-        self._event("tooluse.approval_needed", event, {"tooluse.pending_tools": pending})
-
-    def _on_internal_error(self, event: dict[str, Any]) -> None:
-        self._event("tooluse.internal_error", event, {})
-
-    def _event(self, name: str, event: dict[str, Any], attributes: dict[str, Any]) -> None:
+    def _event(self, name: str, event: Event, attributes: dict[str, Any]) -> None:
         if self._run is not None:
-            self._run.add_event(name, attributes, timestamp=_ns(event["t"]))
+            self._run.add_event(name, attributes, timestamp=_ns(event.t))
 
     def _parent(self, span: Span | None) -> Any:
         from opentelemetry.trace import set_span_in_context
@@ -222,7 +245,7 @@ class OtelSink:
 
     # -- model requests --------------------------------------------------------------
 
-    def _on_model_request(self, event: dict[str, Any]) -> None:
+    def _model_request(self, event: ModelRequest) -> None:
         name = _request_model(self._model)
         self._chat = self.tracer.start_span(
             f"chat {name}",
@@ -231,63 +254,55 @@ class OtelSink:
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": _provider_name(self._model),
                 "gen_ai.request.model": name,
-                "tooluse.round": int(event.get("round", 0)),
+                "tooluse.round": event.round,
             },
-            start_time=_ns(event["t"]),
+            start_time=_ns(event.t),
         )
 
-    def _on_model_response(self, event: dict[str, Any]) -> None:
+    def _model_reply(self, event: ModelReply) -> None:
         chat = self._chat
         if chat is None:
             return
-        usage = event.get("usage") or {}
+        usage = event.usage
         chat.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
         chat.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
         if usage.get("source"):
             chat.set_attribute("tooluse.usage.source", str(usage["source"]))
-        if event.get("finish_reason"):
-            chat.set_attribute("gen_ai.response.finish_reasons", [str(event["finish_reason"])])
-        if self.content and event.get("message") is not None:
-            chat.set_attribute("gen_ai.output.messages", _text([event["message"]]))
-        chat.end(end_time=_ns(event["t"]))
+        if event.finish_reason:
+            chat.set_attribute("gen_ai.response.finish_reasons", [event.finish_reason])
+        if self.content:
+            chat.set_attribute("gen_ai.output.messages", _text([event.message]))
+        chat.end(end_time=_ns(event.t))
         self._chat = None
 
     # -- calls and scripts -----------------------------------------------------------
 
-    def _on_call(self, event: dict[str, Any]) -> None:
-        if event.get("source") == "script":
-            self._script_calls.append(event)
-        else:
-            self._tool_span(event, self._run)
-
-    _on_rejected = _on_call
-
-    def _on_script(self, event: dict[str, Any]) -> None:
+    def _script(self, event: ScriptEnd) -> None:
         from opentelemetry.trace import Status, StatusCode
 
-        end = _ns(event["t"])
-        start = end - _ns(float(event.get("duration_s") or 0.0))
+        end = _ns(event.t)
+        start = end - _ns(event.duration_s)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": "python",
-            "gen_ai.tool.call.id": str(event.get("id", "")),
+            "gen_ai.tool.call.id": event.id,
             "gen_ai.tool.type": "function",  # the runtime runs it, as it runs calls
-            "tooluse.round": int(event.get("round", 0)),
-            "tooluse.script.status": str(event.get("status", "")),
-            "tooluse.script.calls": int(event.get("calls", 0)),
+            "tooluse.round": event.round,
+            "tooluse.script.status": event.status,
+            "tooluse.script.calls": event.calls,
         }
         if self.content:
-            attributes["gen_ai.tool.call.arguments"] = str(event.get("code", ""))
-            attributes["gen_ai.tool.call.result"] = str(event.get("stdout", ""))
+            attributes["gen_ai.tool.call.arguments"] = event.code
+            attributes["gen_ai.tool.call.result"] = event.stdout
         span = self.tracer.start_span(
             "execute_tool python",
             context=self._parent(self._run),
             attributes=attributes,
             start_time=start,
         )
-        if event.get("status") != "ok":
-            span.set_attribute("error.type", str(event.get("status")))
-            span.set_status(Status(StatusCode.ERROR, str(event.get("error") or "")))
+        if event.status != "ok":
+            span.set_attribute("error.type", event.status)
+            span.set_status(Status(StatusCode.ERROR, event.error or ""))
         self._flush_script_calls(span)
         span.end(end_time=end)
 
@@ -296,46 +311,48 @@ class OtelSink:
         for call in held:
             self._tool_span(call, parent if parent is not None else self._run)
 
-    def _tool_span(self, event: dict[str, Any], parent: Span | None) -> None:
+    def _tool_span(self, event: CallEnd | CallRejected, parent: Span | None) -> None:
         from opentelemetry.trace import Status, StatusCode
 
-        name = str(event.get("name", ""))
-        rejected = event.get("event") == "rejected"
-        if rejected or not event.get("started_at"):
-            start = end = _ns(event["t"])
+        record = event.record
+        name = record.name
+        ran = record if isinstance(record, CallRecord) else None
+        if ran is None or not ran.started_at:
+            start = end = _ns(event.t)
         else:
-            start = _ns(float(event["started_at"]))
-            end = start + _ns(float(event.get("duration_s") or 0.0))
+            start = _ns(ran.started_at)
+            end = start + _ns(ran.duration_s)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": str(event.get("id", "")),
+            "gen_ai.tool.call.id": record.id,
             "gen_ai.tool.type": "function",
-            "tooluse.round": int(event.get("round", 0)),
-            "tooluse.source": str(event.get("source", "json")),
+            "tooluse.round": record.round,
+            "tooluse.source": record.source,
         }
-        if event.get("replayed"):
+        if ran is not None and ran.replayed:
             attributes["tooluse.replayed"] = True
         if self.content:
-            attributes["gen_ai.tool.call.arguments"] = _text(event.get("arguments"))
-            if not rejected:
-                attributes["gen_ai.tool.call.result"] = _text(event.get("result"))
+            attributes["gen_ai.tool.call.arguments"] = _text(record.arguments)
+            if ran is not None:
+                attributes["gen_ai.tool.call.result"] = _text(ran.result)
         span = self.tracer.start_span(
             f"execute_tool {name}",
             context=self._parent(parent),
             attributes=attributes,
             start_time=start,
         )
-        if rejected:
-            span.set_attribute("error.type", f"rejected_{event.get('kind', 'invalid')}")
-            span.set_status(Status(StatusCode.ERROR, str(event.get("error", ""))))
-        elif event.get("error") is not None:
+        if isinstance(record, RejectedCall):
+            span.set_attribute("error.type", f"rejected_{record.kind}")
+            span.set_status(Status(StatusCode.ERROR, record.error))
+        elif record.error is not None:
             span.set_attribute("error.type", "tool_error")
-            span.set_status(Status(StatusCode.ERROR, str(event["error"])))
+            span.set_status(Status(StatusCode.ERROR, record.error))
         span.end(end_time=end)
-        kind = _CONTEXT_TOOLS.get(name)
-        if kind is not None and not rejected and self._run is not None:
-            attributes = {"tooluse.context.by": "agent", "tooluse.context.call_id": event["id"]}
+        kind = CONTEXT_TOOLS.get(name)
+        if kind is not None and ran is not None and self._run is not None:
+            attributes = {"tooluse.context.by": "agent", "tooluse.context.call_id": record.id}
             if self.content:
-                attributes["tooluse.context.arguments"] = _text(event.get("arguments"))
-            self._run.add_event(f"tooluse.context.{kind}", attributes, timestamp=end)
+                attributes["tooluse.context.arguments"] = _text(record.arguments)
+            action = kind.removeprefix("context_")
+            self._run.add_event(f"tooluse.context.{action}", attributes, timestamp=end)

@@ -27,18 +27,42 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._eventloop import PrivateLoop
-from .._messages import Message, Usage
 from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
+from ..events import (
+    CONTEXT_TOOLS,
+    CallStart,
+    ContextOffload,
+    Event,
+    ModelDelta,
+    RoundEnd,
+    ScriptOutput,
+    ScriptStart,
+)
 from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
-from ..policy._approval import ApprovalRequest, Paused
+from ..policy._approval import ApprovalRequest
 from ._loop import RunCalls, RunScript, RunState
 from ._result import RunResult
 
 if TYPE_CHECKING:
-    from ._agent import Agent, _Run
+    from ..dispatch._dispatch import Dispatcher
+    from ._trace import TypedSink
+
+
+class StreamedRun(Protocol):
+    """What a stream needs of the run it plays (the agent's own record of it)."""
+
+    state: RunState
+    sinks: list[TypedSink]
+    dispatcher: Dispatcher
+
+    def end(self, *, interrupted: bool = False) -> RunResult: ...
+
+
+#: Plays the run to its end with the given hooks attached to its driver.
+Play = Callable[["StreamHooks"], Coroutine[Any, Any, None]]
 
 __all__ = [
     "ApprovalEvent",
@@ -53,36 +77,18 @@ __all__ = [
     "ScriptStartEvent",
     "StreamEvent",
     "StreamHooks",
+    "StreamedRun",
     "SyncRunStream",
     "TextEvent",
 ]
 
-#: The context tools an agent may call; their calls are reported as context events too.
-_CONTEXT_TOOLS = {"context_offload": "offload", "context_compress": "compress"}
 
-
-@dataclass(frozen=True, slots=True)
-class TextEvent:
-    """A piece of the model's text in round `round`."""
-
-    text: str
-    round: int
-    kind: Literal["text"] = "text"
-
-
-@dataclass(frozen=True, slots=True)
-class CallStartEvent:
-    """A tool call begins: its name is known (its arguments may still be arriving).
-
-    `id` is the call's id where the wire gives one at its start; `index` is its
-    place in the reply.
-    """
-
-    id: str | None
-    name: str
-    round: int
-    index: int
-    kind: Literal["call_start"] = "call_start"
+#: The stream's names for the events of `tooluse.events` it gives as they are.
+TextEvent = ModelDelta
+CallStartEvent = CallStart
+ScriptStartEvent = ScriptStart
+ScriptOutputEvent = ScriptOutput
+RoundEndEvent = RoundEnd
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,23 +106,6 @@ class CallEndEvent:
     @property
     def name(self) -> str:
         return self.record.name
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptStartEvent:
-    id: str
-    code: str
-    round: int
-    kind: Literal["script_start"] = "script_start"
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptOutputEvent:
-    """One line the script printed (without its newline), as it printed it."""
-
-    id: str
-    line: str
-    kind: Literal["script_output"] = "script_output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +136,6 @@ class ApprovalEvent:
     requests: tuple[ApprovalRequest, ...]
     round: int
     kind: Literal["approval"] = "approval"
-
-
-@dataclass(frozen=True, slots=True)
-class RoundEndEvent:
-    """Round `round` ended (its reply acted on); `usage` is its tokens, None if it failed."""
-
-    round: int
-    usage: Usage | None
-    kind: Literal["round_end"] = "round_end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +244,9 @@ class StreamHooks:
                 waiting.append(outcome)
                 continue
             self._put(CallEndEvent(outcome, round_))
-            action = _CONTEXT_TOOLS.get(outcome.name)
-            if action is not None and isinstance(outcome, CallRecord) and outcome.ok:
+            tag = CONTEXT_TOOLS.get(outcome.name)
+            if tag is not None and isinstance(outcome, CallRecord) and outcome.ok:
+                action = tag.removeprefix("context_")
                 self._put(ContextEvent(action, "agent", _ids(outcome.arguments), round_))
         if waiting:
             self._put(ApprovalEvent(tuple(waiting), round_))
@@ -324,10 +305,9 @@ class StreamHooks:
 
     # --- the trace (events the loop itself reports) -------------------------------------
 
-    def trace(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "context_offload":
-            ids = tuple(str(i) for i in event.get("ids", ()))
-            self._put(ContextEvent("offload", "harness", ids, self._state.rounds))
+    def trace(self, event: Event) -> None:
+        if isinstance(event, ContextOffload):
+            self._put(ContextEvent("offload", event.by, event.ids, self._state.rounds))
 
     def finished(self) -> None:
         self._end_round()
@@ -357,7 +337,7 @@ class _Ending:
     """The run and its result, shared by the stream and its event generator (which must
     not refer to the stream: a dropped stream is then freed at once, and its run cancelled)."""
 
-    run: _Run
+    run: StreamedRun
     result: RunResult | None = None
     #: Whether an event waits to be taken (so taking it will not wait).
     ready: Callable[[], bool] = lambda: False
@@ -367,8 +347,8 @@ _END = object()
 
 
 async def _events(
-    run: _Run,
-    play: Callable[[StreamHooks], Coroutine[Any, Any, None]],
+    run: StreamedRun,
+    play: Play,
     ending: _Ending,
 ) -> AsyncIterator[StreamEvent]:
     queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -446,32 +426,25 @@ class RunStream:
             await self.aclose()
 
 
-def open_stream(
-    agent: Agent,
-    run: _Run,
-    task: str,
-    history: Sequence[Message],
-    *,
-    paused: Paused | None = None,
-) -> RunStream:
-    """The stream of `run`, not started until its first event is asked for.
+def open_stream(run: StreamedRun, play: Play, *, offloads: bool = False) -> RunStream:
+    """The stream of `run`, played by `play`, not started until its first event is asked for.
 
     Calls and scripts wait to start until the consumer has taken every event
     before them, model requests until it asks for the next: a tool's side effects
     never come before the start of its call on a screen, and a consumer that stops
-    asking stops the run.
-    `paused`: where a resumed run goes on from (`Agent.resume_stream`).
+    asking stops the run. `offloads`: the run has a context window, whose
+    harness offloads reach the stream as events.
     """
-    if agent.context is not None:
-        run.state.tracing = True  # the harness's offloads reach the stream as events
+    if offloads:
+        run.state.tracing = True
 
-    async def play(hooks: StreamHooks) -> None:
-        if agent.context is not None:
+    async def played(hooks: StreamHooks) -> None:
+        if offloads:
             run.sinks.append(hooks.trace)
-        await agent._play(run, task, history, paused=paused, hooks=hooks)
+        await play(hooks)
 
     ending = _Ending(run)
-    return RunStream(_events(run, play, ending), ending)
+    return RunStream(_events(run, played, ending), ending)
 
 
 class SyncRunStream:

@@ -1,23 +1,36 @@
-"""Trace events and the JSON Lines writer.
+"""The JSON Lines trace writer and reader.
 
-The loop emits plain dictionaries, one per event (``run_start``,
-``model_request``, ``model_response``, ``call``, ``rejected``, ``feedback``,
-``run_end``). Sinks receive them; they never change what the run does: a
-sink that raises is counted (`RunResult.sink_errors`) and warned about once
-per run, and the run goes on.
+The loop emits typed events (`tooluse.events`); a trace line is an event's
+dict form (`Event.to_dict`), and `read_events` gives the events back. Sinks
+never change what the run does: a sink that raises is counted
+(`RunResult.sink_errors`) and warned about once per run, and the run goes on.
+An `Agent`'s ``on_event`` receives each event's dict form, as the trace has it.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["EventSink", "JsonlTrace", "read_trace"]
+from ..events import Event, event_from_dict
 
+__all__ = ["EventSink", "JsonlTrace", "TypedSink", "as_dict_sink", "read_events", "read_trace"]
+
+#: A sink of events in their dict form (an `Agent`'s ``on_event``).
 EventSink = Callable[[dict[str, Any]], None]
+#: A sink of typed events.
+TypedSink = Callable[[Event], None]
+
+
+def as_dict_sink(sink: EventSink) -> TypedSink:
+    """`sink`, given each event's dict form."""
+
+    def typed(event: Event) -> None:
+        sink(event.to_dict())
+
+    return typed
 
 
 class JsonlTrace:
@@ -37,10 +50,11 @@ class JsonlTrace:
             "a", encoding="utf-8", errors="backslashreplace"
         )
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Event | dict[str, Any]) -> None:
         if self._file is None:
             return
-        self._file.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        data = event.to_dict() if isinstance(event, Event) else event
+        self._file.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -58,6 +72,7 @@ def read_trace(path: str | Path) -> Iterator[dict[str, Any]]:
                 yield event
 
 
-def stamp(event: dict[str, Any]) -> dict[str, Any]:
-    event.setdefault("t", time.time())
-    return event
+def read_events(path: str | Path) -> Iterator[Event]:
+    """The typed events of a trace file, in order (see `tooluse.events.event_from_dict`)."""
+    for data in read_trace(path):
+        yield event_from_dict(data)

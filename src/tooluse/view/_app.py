@@ -14,6 +14,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..events import CallEnd, CallRejected
 from ._catalog import IMAGE_TYPES, PAGE_EVENTS, Catalog, Line, Run
 from ._html import CSS, JS
 from ._pages import (
@@ -121,8 +122,8 @@ def _held_back(lines: list[Line]) -> int:
     """How many lines at the end are script calls whose script has not been written yet."""
     n = 0
     for line in reversed(lines):
-        event = line.event
-        if isinstance(event, dict) and event.get("source") == "script" and "code" not in event:
+        event = line.typed()
+        if isinstance(event, CallEnd | CallRejected) and event.record.source == "script":
             n += 1
         else:
             break

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 
 from markdown_it import MarkdownIt
 
+from .. import events as ev
+from .._records import CallRecord, RejectedCall
 from ..eval._row import Row, read_results
 from ._catalog import PAGE_EVENTS, BenchDir, Catalog, Corrupt, Line, Run
 from ._html import Child, Raw, esc, h, join
@@ -218,50 +220,73 @@ class _Render:
                 class_="corrupt",
                 line=line.number,
             )
-        kind = str(event.get("event", "?"))
-        method = getattr(self, "_" + kind, None)
-        if method is None:
-            return _box(
-                kind,
-                "",
-                _block(_json(event), self.links, self.run, line.number),
-                class_="other",
-                line=line.number,
-            )
-        out: Raw = method(event, line.number)
-        return out
+        n = line.number
+        match line.typed():
+            case ev.RunStart() as e:
+                return self._run_start(e, n)
+            case ev.ModelRequest() as e:
+                return self._model_request(e, n)
+            case ev.ModelReply() as e:
+                return self._model_response(e, n)
+            case ev.CallEnd() | ev.CallRejected() as e:
+                if e.record.source == "script":
+                    self.held.append(line)  # shown inside its script's box
+                    return Raw("")
+                return self._outcome_box(e.record, n)
+            case ev.ScriptEnd() as e:
+                return self._script(e, n)
+            case ev.Feedback() as e:
+                return _box(
+                    "feedback",
+                    " (sent to the model)",
+                    _block(e.text, self.links, self.run, n),
+                    line=n,
+                )
+            case ev.ContextOffload() as e:
+                return self._context_offload(e, n)
+            case ev.RunEnd() as e:
+                return self._run_end(e, n)
+            case ev.InternalError() as e:
+                return _box(
+                    "internal error", "", _block(e.traceback, self.links, self.run, n), line=n
+                )
+            case ev.ApprovalNeeded() as e:
+                return self._approval_needed(e, n)
+            case _:
+                return _box(
+                    str(event.get("event", "?")),
+                    "",
+                    _block(_json(event), self.links, self.run, n),
+                    class_="other",
+                    line=n,
+                )
 
-    def _run_start(self, e: dict[str, Any], n: int) -> Raw:
-        tools = ", ".join(str(t) for t in e.get("tools", ()))
+    def _run_start(self, e: ev.RunStart, n: int) -> Raw:
+        tools = ", ".join(e.tools)
         return _box(
             "run",
-            f" {e.get('model', '')} · {e.get('convention', '')}",
-            h("div", h("b", "task"), _block(str(e.get("task", "")), self.links, self.run, n)),
+            f" {e.model} · {e.convention}",
+            h("div", h("b", "task"), _block(e.task, self.links, self.run, n)),
             h("div", f"tools: {tools}", class_="muted"),
             class_="run_start",
             line=n,
         )
 
-    def _model_request(self, e: dict[str, Any], n: int) -> Raw:
+    def _model_request(self, e: ev.ModelRequest, n: int) -> Raw:
         return join(
             [
-                h(
-                    "h3",
-                    f"Round {e.get('round', '?')}",
-                    class_="round",
-                    id=f"round-{e.get('round')}",
-                ),
+                h("h3", f"Round {e.round}", class_="round", id=f"round-{e.round}"),
                 h(
                     "div",
-                    f"model request: {e.get('messages', '?')} messages in the conversation",
+                    f"model request: {e.messages} messages in the conversation",
                     class_="muted",
                 ),
             ]
         )
 
-    def _model_response(self, e: dict[str, Any], n: int) -> Raw:
-        message = e.get("message") or {}
-        usage = e.get("usage") or {}
+    def _model_response(self, e: ev.ModelReply, n: int) -> Raw:
+        message = e.message
+        usage = e.usage
         body: list[Child] = []
         if message.get("content"):
             body.append(_block(str(message["content"]), self.links, self.run, n, "content"))
@@ -277,37 +302,39 @@ class _Render:
             )
             body.append(_block(arguments, self.links, self.run, n))
         tokens = f" · {usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out"
-        finish = f" · finish: {e['finish_reason']}" if e.get("finish_reason") else ""
+        finish = f" · finish: {e.finish_reason}" if e.finish_reason else ""
         return _box("assistant", h("span", tokens + finish, class_="muted"), *body, line=n)
 
-    def _call(self, e: dict[str, Any], n: int) -> Raw:
-        if e.get("source") == "script":
-            self.held.append(Line(n, e))
-            return Raw("")
-        return self._call_box(e, n)
-
-    def _call_box(self, e: dict[str, Any], n: int) -> Raw:
-        failed = e.get("error") is not None
-        name = str(e.get("name", "?"))
+    def _outcome_box(self, record: CallRecord | RejectedCall, n: int) -> Raw:
+        if isinstance(record, RejectedCall):
+            return _box(
+                "rejected",
+                f" {record.name} ({record.id}) · {record.kind}",
+                h("div", record.error, class_="message"),
+                h("div", h("b", "arguments as written")),
+                _block(record.arguments, self.links, self.run, n),
+                line=n,
+            )
+        failed = record.error is not None
         body: list[Child] = [
             h("div", h("b", "arguments")),
-            _block(_json(e.get("arguments")), self.links, self.run, n),
+            _block(_json(record.arguments), self.links, self.run, n),
         ]
-        if failed:
+        if record.error is not None:
             body += [
                 h("div", h("b", "error"), class_="message"),
-                _block(str(e["error"]), self.links, self.run, n),
+                _block(record.error, self.links, self.run, n),
             ]
         else:
             body += [
                 h("div", h("b", "result")),
-                _block(_json(e.get("result")), self.links, self.run, n, "result"),
+                _block(_json(record.result), self.links, self.run, n, "result"),
             ]
-        extra = " · replayed" if e.get("replayed") else ""
-        offload = name in ("context_compress", "context_offload")
+        extra = " · replayed" if record.replayed else ""
+        offload = record.name in ev.CONTEXT_TOOLS
         title = h(
             "span",
-            f" {name} ({e.get('id', '')}) · {float(e.get('duration_s') or 0) * 1000:.1f} ms{extra}",
+            f" {record.name} ({record.id}) · {record.duration_s * 1000:.1f} ms{extra}",
         )
         return _box(
             "context tool" if offload else "call",
@@ -317,84 +344,48 @@ class _Render:
             line=n,
         )
 
-    def _rejected(self, e: dict[str, Any], n: int) -> Raw:
-        if e.get("source") == "script":
-            self.held.append(Line(n, e))
-            return Raw("")
-        return self._rejected_box(e, n)
-
     def _held_box(self, line: Line) -> Raw:
-        event = line.event
-        if not isinstance(event, dict):
-            return Raw("")
-        if event.get("event") == "rejected":
-            return self._rejected_box(event, line.number)
-        return self._call_box(event, line.number)
+        event = line.typed()
+        if isinstance(event, ev.CallEnd | ev.CallRejected):
+            return self._outcome_box(event.record, line.number)
+        return Raw("")
 
-    def _rejected_box(self, e: dict[str, Any], n: int) -> Raw:
-        return _box(
-            "rejected",
-            f" {e.get('name', '?')} ({e.get('id', '')}) · {e.get('kind', 'invalid')}",
-            h("div", str(e.get("error", "")), class_="message"),
-            h("div", h("b", "arguments as written")),
-            _block(str(e.get("arguments", "")), self.links, self.run, n),
-            line=n,
-        )
-
-    def _script(self, e: dict[str, Any], n: int) -> Raw:
-        script_id = str(e.get("id", ""))
-        prefix = script_id + "."
-        mine = [
-            x
-            for x in self.held
-            if isinstance(x.event, dict) and str(x.event.get("id", "")).startswith(prefix)
-        ]
+    def _script(self, e: ev.ScriptEnd, n: int) -> Raw:
+        prefix = e.id + "."
+        mine = [x for x in self.held if _held_id(x).startswith(prefix)]
         self.held = [x for x in self.held if x not in mine]
         calls = [self._held_box(x) for x in mine]
         body: list[Child] = [
             h("div", h("b", "code")),
-            _block(str(e.get("code", "")), self.links, self.run, n, "code"),
+            _block(e.code, self.links, self.run, n, "code"),
             h("div", h("b", "stdout")),
-            _block(str(e.get("stdout", "")), self.links, self.run, n, "stdout"),
+            _block(e.stdout, self.links, self.run, n, "stdout"),
         ]
-        if e.get("error"):
+        if e.error:
             body += [
                 h("div", h("b", "error"), class_="message"),
-                _block(str(e["error"]), self.links, self.run, n),
+                _block(e.error, self.links, self.run, n),
             ]
         body.append(h("div", h("b", f"calls it made ({len(mine)})"), *calls, class_="calls"))
-        return _box(
-            "script",
-            f" {script_id} · {e.get('status', '?')} · {float(e.get('duration_s') or 0):.3f} s",
-            *body,
-            line=n,
-        )
+        return _box("script", f" {e.id} · {e.status} · {e.duration_s:.3f} s", *body, line=n)
 
-    def _feedback(self, e: dict[str, Any], n: int) -> Raw:
-        return _box(
-            "feedback",
-            " (sent to the model)",
-            _block(str(e.get("text", "")), self.links, self.run, n),
-            line=n,
-        )
-
-    def _context_offload(self, e: dict[str, Any], n: int) -> Raw:
-        ids = ", ".join(str(i) for i in e.get("ids", ()))
+    def _context_offload(self, e: ev.ContextOffload, n: int) -> Raw:
+        ids = ", ".join(e.ids)
         return _box(
             "context offload",
-            f" by the {e.get('by', '?')}: moved {ids or 'nothing'} to the store",
+            f" by the {e.by or '?'}: moved {ids or 'nothing'} to the store",
             class_="offload",
             line=n,
         )
 
-    def _run_end(self, e: dict[str, Any], n: int) -> Raw:
+    def _run_end(self, e: ev.RunEnd, n: int) -> Raw:
         body: list[Child] = []
-        if e.get("answer") is not None:
+        if e.answer is not None:
             body += [
                 h("div", h("b", "answer")),
-                _block(str(e["answer"]), self.links, self.run, n, "answer"),
+                _block(str(e.answer), self.links, self.run, n, "answer"),
             ]
-        for mark in e.get("untrusted_in_answer") or ():
+        for mark in e.untrusted_in_answer:
             sources = ", ".join(str(s) for s in mark.get("sources", ()))
             body.append(
                 h(
@@ -404,35 +395,27 @@ class _Render:
                     class_="message untrusted",
                 )
             )
-        if e.get("error"):
+        if e.error:
             body += [
                 h("div", h("b", "error"), class_="message"),
-                _block(str(e["error"]), self.links, self.run, n),
+                _block(str(e.error), self.links, self.run, n),
             ]
-        status = str(e.get("status", "?"))
+        status = e.status
         title = h(
             "span",
             f" {status}",
-            f" · {e.get('rounds', 0)} rounds · {e.get('calls', 0)} calls",
-            f" · {e.get('rejected', 0)} rejected · {_secs(e.get('duration_s'))}",
+            f" · {e.rounds} rounds · {e.calls} calls",
+            f" · {e.rejected} rejected · {_secs(e.duration_s)}",
             class_=f"status-{status}",
         )
         return _box("end", title, *body, class_="run_end", line=n)
 
-    def _internal_error(self, e: dict[str, Any], n: int) -> Raw:
-        return _box(
-            "internal error",
-            "",
-            _block(str(e.get("traceback", "")), self.links, self.run, n),
-            line=n,
-        )
-
-    def _approval_needed(self, e: dict[str, Any], n: int) -> Raw:
-        tools = ", ".join(str(p.get("tool", "?")) for p in e.get("pending", ()))
+    def _approval_needed(self, e: ev.ApprovalNeeded, n: int) -> Raw:
+        tools = ", ".join(p.tool for p in e.pending)
         return _box(
             "approval needed",
             f" for {tools}",
-            _block(_json(e.get("pending")), self.links, self.run, n),
+            _block(_json([p.to_dict() for p in e.pending]), self.links, self.run, n),
             class_="feedback",
             line=n,
         )
@@ -651,3 +634,9 @@ def diff_page(a: BenchDir, b: BenchDir, links: Links) -> str:
             h("div", "Neither directory has rows in results.jsonl to compare.", class_="empty")
         )
     return layout(links, f"{a.path.name} vs {b.path.name}", *body)
+
+
+def _held_id(line: Line) -> str:
+    """The call id of a held script call's line."""
+    event = line.typed()
+    return event.record.id if isinstance(event, ev.CallEnd | ev.CallRejected) else ""

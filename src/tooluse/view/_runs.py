@@ -20,6 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..events import (
+    CallEnd,
+    CallRejected,
+    Event,
+    ModelReply,
+    ModelRequest,
+    RunEnd,
+    RunStart,
+    event_from_dict,
+)
+
 __all__ = ["PAGE_EVENTS", "Corrupt", "Line", "Run", "TraceFile"]
 
 #: Events on one page of a run; a 10k-event trace has 20 pages.
@@ -51,6 +62,11 @@ class Line:
     number: int
     """1-based line number in the file."""
     event: dict[str, Any] | Corrupt
+    """The line as written (its raw form is served as is)."""
+
+    def typed(self) -> Event | Corrupt:
+        """The line's event (`UnknownEvent` for a tag or fields this release cannot read)."""
+        return self.event if isinstance(self.event, Corrupt) else event_from_dict(self.event)
 
 
 def _parse(number: int, raw: bytes) -> Line | None:
@@ -109,37 +125,42 @@ class Run:
     _offsets: array[int] = field(default_factory=lambda: array("q"))
     _numbers: array[int] = field(default_factory=lambda: array("q"))
 
-    def _add(self, line: Line, offset: int) -> None:
+    def _add(self, line: Line, event: Event | Corrupt, offset: int) -> None:
         if self.count % PAGE_EVENTS == 0:
             self._offsets.append(offset)
             self._numbers.append(line.number)
         self.count += 1
-        event = line.event
         if isinstance(event, Corrupt):
             self.corrupt += 1
             return
-        t = _number(event.get("t"))
+        t = _number(line.event.get("t")) if isinstance(line.event, dict) else None
         if t is not None:
             self.started = t if self.started is None else self.started
             self.last_t = t
-        kind = event.get("event")
-        if kind == "run_start" and self.count == 1:
-            keys = ("task", "model", "convention")
-            self.start = {key: _kept(event[key]) for key in keys if key in event}
-        elif kind == "run_end":
-            kept = ("status", "rounds", "duration_s")
-            self.end = {k: v for k in kept if isinstance(v := event.get(k), str | int | float)}
-        elif kind == "model_request":
-            self.round = max(self.round, _count(event.get("round")))
-        elif kind == "model_response":
-            usage = event.get("usage")
-            if isinstance(usage, dict):
+        match event:
+            case RunStart() if self.count == 1:
+                self.start = {
+                    "task": _kept(event.task),
+                    "model": _kept(event.model),
+                    "convention": _kept(event.convention),
+                }
+            case RunEnd():
+                self.end = {
+                    "status": event.status,
+                    "rounds": event.rounds,
+                    "duration_s": event.duration_s,
+                }
+            case ModelRequest():
+                self.round = max(self.round, event.round)
+            case ModelReply(usage=usage):
                 used = (_count(usage.get("input_tokens")), _count(usage.get("output_tokens")))
                 self.tokens = (self.tokens[0] + used[0], self.tokens[1] + used[1])
-        elif kind == "call":
-            self.calls += 1
-        elif kind == "rejected":
-            self.rejected += 1
+            case CallEnd():
+                self.calls += 1
+            case CallRejected():
+                self.rejected += 1
+            case _:
+                pass
 
     @property
     def status(self) -> str:
@@ -327,8 +348,7 @@ class TraceFile:
         line = _parse(self._lines, raw)
         if line is None:
             return
-        event = line.event
-        starts = isinstance(event, dict) and event.get("event") == "run_start"
-        if starts or not self.runs:
+        event = line.typed()  # read once: the run's summary is built from it too
+        if isinstance(event, RunStart) or not self.runs:
             self.runs.append(Run(f"{self.id}-{len(self.runs)}", self, len(self.runs)))
-        self.runs[-1]._add(line, offset)
+        self.runs[-1]._add(line, event, offset)

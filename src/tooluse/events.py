@@ -1,0 +1,758 @@
+"""The typed events of a run: what the JSONL trace records and sinks receive.
+
+Every event is a frozen dataclass with a `kind` (its tag), a timestamp `t`
+(seconds since the epoch) and one dict form, `to_dict`, which is exactly the
+line a `JsonlTrace` writes::
+
+    {"event": KIND, "v": SCHEMA_VERSION, ...fields..., "t": T}
+
+`event_from_dict` reads any such line back into its class; a line written
+before the schema carried ``"v"`` reads the same (its keys are the same), and
+``run_resumed`` lines of that release read as `ApprovalDecided`. A tag this
+release does not know, or a line whose fields do not fit, reads as
+`UnknownEvent` carrying the dict, so a newer or damaged trace still loads.
+
+Consumers match on the classes (``match event: case CallEnd(record=r): ...``),
+never on the tag strings. The docs page ``docs/events.md`` lists every event
+and its dict form.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ._messages import Usage
+from ._records import CallRecord, RejectedCall, ScriptRecord
+from .policy._approval import ApprovalRequest
+
+__all__ = [
+    "CONTEXT_TOOLS",
+    "SCHEMA_VERSION",
+    "ApprovalDecided",
+    "ApprovalNeeded",
+    "CallEnd",
+    "CallRejected",
+    "CallStart",
+    "ContextCompress",
+    "ContextOffload",
+    "Event",
+    "Feedback",
+    "InternalError",
+    "ModelDelta",
+    "ModelReply",
+    "ModelRequest",
+    "Paused",
+    "PlanEnd",
+    "PlanStep",
+    "Resumed",
+    "RoundEnd",
+    "RunEnd",
+    "RunStart",
+    "ScopeFixed",
+    "ScriptEnd",
+    "ScriptOutput",
+    "ScriptStart",
+    "UnknownEvent",
+    "event_from_dict",
+]
+
+#: The version of the dict form every event writes as ``"v"``.
+SCHEMA_VERSION = 1
+
+#: The context tools an agent may call, and the context event each successful call is.
+CONTEXT_TOOLS: Mapping[str, str] = {
+    "context_offload": "context_offload",
+    "context_compress": "context_compress",
+}
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The base of every event: its tag `kind` and its time `t`."""
+
+    kind: ClassVar[str] = "event"
+    # Two events are equal when they say the same thing, whenever they were made.
+    t: float = field(default_factory=_now, kw_only=True, compare=False)
+
+    def _body(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's one dict form (a trace line); `event_from_dict` reads it back."""
+        return {"event": self.kind, "v": SCHEMA_VERSION, **self._body(), "t": self.t}
+
+    @classmethod
+    def _from_body(cls, data: Mapping[str, Any], t: float) -> Event:
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        """The event `to_dict` wrote (`ValueError` if `data` is not this class's form)."""
+        tag = data.get("event")
+        if cls is not Event and tag not in _TAGS_OF.get(cls, (cls.kind,)):
+            raise ValueError(f"a {tag!r} event is not a {cls.__name__}")
+        if cls is Event:
+            return event_from_dict(data)
+        t = data.get("t", 0.0)
+        try:
+            return cls._from_body(data, float(t))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a {tag!r} event: {type(exc).__name__}: {exc}") from exc
+
+
+# --- the run ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart(Event):
+    """A run began: its task, model, convention and the tools it may call."""
+
+    kind: ClassVar[str] = "run_start"
+    task: str
+    model: str
+    convention: str
+    tools: tuple[str, ...]
+    chosen_by: str | None = None
+    """How ``auto`` chose the convention, when it did."""
+    scope: tuple[str, ...] | None = None
+    """The tools with side effects the run may call, when fixed before it."""
+
+    def _body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "task": self.task,
+            "model": self.model,
+            "convention": self.convention,
+        }
+        if self.chosen_by:
+            body["chosen_by"] = self.chosen_by
+        body["tools"] = list(self.tools)
+        if self.scope:
+            body["scope"] = list(self.scope)
+        return body
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> RunStart:
+        scope = d.get("scope")
+        return cls(
+            str(d["task"]),
+            str(d["model"]),
+            str(d["convention"]),
+            tuple(str(x) for x in d.get("tools", ())),
+            d.get("chosen_by"),
+            tuple(str(x) for x in scope) if scope is not None else None,
+            t=t,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd(Event):
+    """A run ended; the counts and usage are those of its `RunResult`."""
+
+    kind: ClassVar[str] = "run_end"
+    status: str
+    answer: str | None
+    error: str | None
+    rounds: int
+    calls: int
+    rejected: int
+    usage: Mapping[str, Any]
+    duration_s: float
+    untrusted_in_answer: tuple[Mapping[str, Any], ...] = ()
+
+    def _body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "status": self.status,
+            "answer": self.answer,
+            "error": self.error,
+            "rounds": self.rounds,
+            "calls": self.calls,
+            "rejected": self.rejected,
+            "usage": dict(self.usage),
+            "duration_s": self.duration_s,
+        }
+        if self.untrusted_in_answer:
+            body["untrusted_in_answer"] = [dict(s) for s in self.untrusted_in_answer]
+        return body
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> RunEnd:
+        return cls(
+            str(d["status"]),
+            d.get("answer"),
+            d.get("error"),
+            int(d.get("rounds", 0)),
+            int(d.get("calls", 0)),
+            int(d.get("rejected", 0)),
+            dict(d.get("usage") or {}),
+            float(d.get("duration_s", 0.0)),
+            tuple(dict(s) for s in d.get("untrusted_in_answer") or ()),
+            t=t,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InternalError(Event):
+    """The runtime itself failed; the run ends with status ``error``."""
+
+    kind: ClassVar[str] = "internal_error"
+    traceback: str
+
+    def _body(self) -> dict[str, Any]:
+        return {"traceback": self.traceback}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> InternalError:
+        return cls(str(d.get("traceback", "")), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeFixed(Event):
+    """The run's scope, named by the model from the task before the first round."""
+
+    kind: ClassVar[str] = "scope"
+    tools: tuple[str, ...]
+    by: str
+    usage: Mapping[str, Any]
+    problem: str | None = None
+
+    def _body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"tools": list(self.tools), "by": self.by}
+        if self.problem:
+            body["problem"] = self.problem
+        body["usage"] = dict(self.usage)
+        return body
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ScopeFixed:
+        return cls(
+            tuple(str(x) for x in d["tools"]),
+            str(d.get("by", "")),
+            dict(d.get("usage") or {}),
+            d.get("problem"),
+            t=t,
+        )
+
+
+# --- the model -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest(Event):
+    """A request went to the model in round `round`, with `messages` in the conversation."""
+
+    kind: ClassVar[str] = "model_request"
+    round: int
+    messages: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"round": self.round, "messages": self.messages}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ModelRequest:
+        return cls(int(d.get("round", 0)), int(d.get("messages", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDelta(Event):
+    """A piece of the model's text in round `round`, as its backend handed it over.
+
+    Streams give these; a trace does not record them (the reply holds the text).
+    """
+
+    kind: ClassVar[str] = "text"
+    text: str
+    round: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"text": self.text, "round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ModelDelta:
+        return cls(str(d["text"]), int(d.get("round", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply(Event):
+    """The model's reply in round `round`: the assistant message as the OpenAI shape."""
+
+    kind: ClassVar[str] = "model_response"
+    round: int
+    message: Mapping[str, Any]
+    usage: Mapping[str, Any]
+    finish_reason: str | None = None
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "message": self.message,
+            "usage": self.usage,
+            "finish_reason": self.finish_reason,
+        }
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ModelReply:
+        return cls(
+            int(d.get("round", 0)),
+            dict(d.get("message") or {}),
+            dict(d.get("usage") or {}),
+            d.get("finish_reason"),
+            t=t,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEnd(Event):
+    """Round `round` ended (its reply acted on); `usage` is None if the request failed.
+
+    Streams give these; a trace does not record them.
+    """
+
+    kind: ClassVar[str] = "round_end"
+    round: int
+    usage: Usage | None
+
+    def _body(self) -> dict[str, Any]:
+        return {"round": self.round, "usage": None if self.usage is None else self.usage.to_dict()}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> RoundEnd:
+        usage = d.get("usage")
+        return cls(int(d["round"]), None if usage is None else Usage.from_dict(usage), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback(Event):
+    """The runtime told the model something (a format error, an unmade call) in `round`."""
+
+    kind: ClassVar[str] = "feedback"
+    round: int
+    text: str
+
+    def _body(self) -> dict[str, Any]:
+        return {"round": self.round, "text": self.text}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Feedback:
+        return cls(int(d.get("round", 0)), str(d["text"]), t=t)
+
+
+# --- calls -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CallStart(Event):
+    """A call begins: its name is known (its arguments may still be arriving).
+
+    `id` is the call's id where the wire gives one at its start; `index` its
+    place in the reply (or in its script). Streams give these; a trace records
+    the call once it ended.
+    """
+
+    kind: ClassVar[str] = "call_start"
+    id: str | None
+    name: str
+    round: int
+    index: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "round": self.round, "index": self.index}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> CallStart:
+        return cls(d.get("id"), str(d["name"]), int(d["round"]), int(d.get("index", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnd(Event):
+    """A call the runtime executed ended; its dict form is the record's, flat."""
+
+    kind: ClassVar[str] = "call"
+    record: CallRecord
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def round(self) -> int:
+        return self.record.round
+
+    def _body(self) -> dict[str, Any]:
+        return self.record.to_dict()
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> CallEnd:
+        return cls(CallRecord.from_dict(dict(d)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class CallRejected(Event):
+    """A call refused before it ran (invalid, or denied); the dict is the record's, flat."""
+
+    kind: ClassVar[str] = "rejected"
+    record: RejectedCall
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def round(self) -> int:
+        return self.record.round
+
+    def _body(self) -> dict[str, Any]:
+        return self.record.to_dict()
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> CallRejected:
+        return cls(RejectedCall.from_dict(dict(d)), t=t)
+
+
+# --- scripts and plans -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptStart(Event):
+    """A script (code convention) starts. Streams give these."""
+
+    kind: ClassVar[str] = "script_start"
+    id: str
+    code: str
+    round: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"id": self.id, "code": self.code, "round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ScriptStart:
+        return cls(str(d["id"]), str(d["code"]), int(d.get("round", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptOutput(Event):
+    """One line a script printed (without its newline), as it printed it. Streams only."""
+
+    kind: ClassVar[str] = "script_output"
+    id: str
+    line: str
+
+    def _body(self) -> dict[str, Any]:
+        return {"id": self.id, "line": self.line}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ScriptOutput:
+        return cls(str(d["id"]), str(d["line"]), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptEnd(Event):
+    """A script ended, as its `ScriptRecord` says; `replayed` holds call ids."""
+
+    kind: ClassVar[str] = "script"
+    id: str
+    code: str
+    status: str
+    stdout: str
+    error: str | None
+    round: int = 0
+    calls: int = 0
+    truncated: bool = False
+    duration_s: float = 0.0
+    repairs: tuple[str, ...] = ()
+    replayed: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, record: ScriptRecord) -> ScriptEnd:
+        """The event of a script that ended as `record` says."""
+        return cls(
+            record.id,
+            record.code,
+            record.status,
+            record.stdout,
+            record.error,
+            record.round,
+            record.calls,
+            record.truncated,
+            record.duration_s,
+            record.repairs,
+            tuple(c.id for c in record.replayed),
+        )
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "code": self.code,
+            "status": self.status,
+            "stdout": self.stdout,
+            "error": self.error,
+            "round": self.round,
+            "calls": self.calls,
+            "truncated": self.truncated,
+            "duration_s": self.duration_s,
+            "repairs": list(self.repairs),
+            "replayed": list(self.replayed),
+        }
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ScriptEnd:
+        return cls(
+            str(d["id"]),
+            str(d["code"]),
+            str(d["status"]),
+            str(d.get("stdout", "")),
+            d.get("error"),
+            int(d.get("round", 0)),
+            int(d.get("calls", 0)),
+            bool(d.get("truncated", False)),
+            float(d.get("duration_s", 0.0)),
+            tuple(str(x) for x in d.get("repairs", ())),
+            tuple(str(x) for x in d.get("replayed", ())),
+            t=t,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One step of a plan as it ended (a row of `PlanEnd`, not an event)."""
+
+    name: str
+    line: int
+    status: str
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "line": self.line, "status": self.status, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEnd(Event):
+    """A plan (plan convention) ran in `round`: each step's outcome, and the report."""
+
+    kind: ClassVar[str] = "plan"
+    id: str
+    round: int
+    code: str
+    ok: bool
+    steps: tuple[PlanStep, ...]
+    content: str
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "round": self.round,
+            "code": self.code,
+            "ok": self.ok,
+            "steps": [s.to_dict() for s in self.steps],
+            "content": self.content,
+        }
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> PlanEnd:
+        steps = tuple(
+            PlanStep(str(s["name"]), int(s.get("line", 0)), str(s["status"]), s.get("error"))
+            for s in d.get("steps", ())
+        )
+        return cls(
+            str(d["id"]),
+            int(d.get("round", 0)),
+            str(d.get("code", "")),
+            bool(d.get("ok", False)),
+            steps,
+            str(d.get("content", "")),
+            t=t,
+        )
+
+
+# --- the context -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextOffload(Event):
+    """Messages left the window for the store, moved by the ``harness`` or the ``agent``."""
+
+    kind: ClassVar[str] = "context_offload"
+    by: str
+    ids: tuple[str, ...]
+    round: int = 0
+
+    def _body(self) -> dict[str, Any]:
+        return {"by": self.by, "ids": list(self.ids), "round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextOffload:
+        ids = tuple(str(i) for i in d.get("ids", ()))
+        return cls(str(d.get("by", "")), ids, int(d.get("round", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextCompress(Event):
+    """Messages of the window were replaced by a summary (the agent's ``context_compress``)."""
+
+    kind: ClassVar[str] = "context_compress"
+    by: str
+    ids: tuple[str, ...]
+    round: int = 0
+
+    def _body(self) -> dict[str, Any]:
+        return {"by": self.by, "ids": list(self.ids), "round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextCompress:
+        ids = tuple(str(i) for i in d.get("ids", ()))
+        return cls(str(d.get("by", "")), ids, int(d.get("round", 0)), t=t)
+
+
+# --- approvals -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalNeeded(Event):
+    """Calls wait for a decision; the run stops with status ``needs_approval``."""
+
+    kind: ClassVar[str] = "approval_needed"
+    pending: tuple[ApprovalRequest, ...]
+
+    @property
+    def round(self) -> int:
+        return self.pending[0].round if self.pending else 0
+
+    def _body(self) -> dict[str, Any]:
+        return {"pending": [p.to_dict() for p in self.pending]}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ApprovalNeeded:
+        return cls(tuple(ApprovalRequest.from_dict(p) for p in d["pending"]), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class Paused(Event):
+    """The run paused in round `round` for the calls of the `ApprovalNeeded` before it."""
+
+    kind: ClassVar[str] = "paused"
+    round: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Paused:
+        return cls(int(d.get("round", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(Event):
+    """Decisions were given for the pending calls (by their ids), before a resume."""
+
+    kind: ClassVar[str] = "approval_decided"
+    decisions: tuple[str, ...]
+
+    def _body(self) -> dict[str, Any]:
+        return {"decisions": list(self.decisions)}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ApprovalDecided:
+        return cls(tuple(str(x) for x in d.get("decisions", ())), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed(Event):
+    """A paused run goes on in round `round` (the turn, script or plan it stopped in)."""
+
+    kind: ClassVar[str] = "resumed"
+    round: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Resumed:
+        return cls(int(d.get("round", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEvent(Event):
+    """A trace line of a tag this release does not know, or whose fields do not fit."""
+
+    kind: ClassVar[str] = "unknown"
+    data: Mapping[str, Any]
+    problem: str = ""
+
+    @property
+    def tag(self) -> str:
+        return str(self.data.get("event", "?"))
+
+    def _body(self) -> dict[str, Any]:
+        return {k: v for k, v in self.data.items() if k not in ("event", "v", "t")}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> UnknownEvent:
+        return cls(dict(d), t=t)
+
+
+_CLASSES: tuple[type[Event], ...] = (
+    RunStart,
+    RunEnd,
+    InternalError,
+    ScopeFixed,
+    ModelRequest,
+    ModelDelta,
+    ModelReply,
+    RoundEnd,
+    Feedback,
+    CallStart,
+    CallEnd,
+    CallRejected,
+    ScriptStart,
+    ScriptOutput,
+    ScriptEnd,
+    PlanEnd,
+    ContextOffload,
+    ContextCompress,
+    ApprovalNeeded,
+    Paused,
+    ApprovalDecided,
+    Resumed,
+)
+
+#: Tags each class reads: its own, and the name an earlier release wrote it under.
+_TAGS_OF: dict[type[Event], tuple[str, ...]] = {
+    ApprovalDecided: ("approval_decided", "run_resumed")
+}
+
+_BY_TAG: dict[str, type[Event]] = {
+    tag: cls for cls in _CLASSES for tag in _TAGS_OF.get(cls, (cls.kind,))
+}
+
+
+def event_from_dict(data: Mapping[str, Any]) -> Event:
+    """The event of a trace line; `UnknownEvent` for a tag or fields this release cannot read.
+
+    Lines without ``"v"`` (the release before it was written) read the same.
+    """
+    cls = _BY_TAG.get(str(data.get("event")))
+    raw_t = data.get("t", 0.0)
+    t = float(raw_t) if isinstance(raw_t, int | float) else 0.0
+    if cls is None:
+        return UnknownEvent(dict(data), "unknown event", t=t)
+    try:
+        return cls.from_dict(data)
+    except ValueError as exc:
+        return UnknownEvent(dict(data), str(exc), t=t)
