@@ -33,9 +33,10 @@ from .._eventloop import PrivateLoop
 from .._messages import Message, Usage
 from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
-from ..policy._approval import ApprovalRequest, Paused
+from ..policy._approval import ApprovalRequest
 from ._loop import RunCalls, RunScript, RunState
 from ._result import RunResult
+from ._state import Paused
 
 if TYPE_CHECKING:
     from ._agent import Agent, _Run
