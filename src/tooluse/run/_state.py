@@ -125,9 +125,11 @@ def paused_from_dict(data: Mapping[str, Any]) -> Paused:
         )
     # A state written without an id (before pauses had ids, or with it removed) is named
     # by its content: every copy of it is then one pause, resumed once.
-    pause = data.get("id") or "saved-" + hashlib.sha256(
-        json.dumps(data, sort_keys=True, default=str).encode()
-    ).hexdigest()[:32]
+    pause = (
+        data.get("id")
+        or "saved-"
+        + hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    )
     try:
         if version == 0:
             return _from_version_0(data, str(pause))
