@@ -110,3 +110,14 @@ def test_resume_leaves_the_result_it_was_given_unchanged(agents: list[Agent]) ->
     assert done.status == "completed"
     assert json.dumps(paused.to_dict(), sort_keys=True) == before
     assert paused.status == "needs_approval" and not paused.resumed
+
+
+def test_a_paused_plan_resumed_by_an_agent_without_plans_ends_saying_so(
+    agents: list[Agent],
+) -> None:
+    bank = Bank()
+    result = RunResult.from_dict(saved("plan"))
+    (request,) = result.pending
+    done = agent_for(agents, bank, "json").resume(result, {request.call_id: True})
+    assert done.status == "error" and bank.sent == []
+    assert done.error is not None and "does not run plans" in done.error
