@@ -635,7 +635,13 @@ class Agent:
         """Answer the loop's effects until it finishes; `hooks` see each one (streaming)."""
         tools = tools if tools is not None else self.tools
         runner: ScriptRunner | None = None
-        effect = next(flow)
+        try:
+            effect = next(flow)
+        except StopIteration:
+            # Ended before asking for anything: a resume that cannot go on (its state says why).
+            if hooks is not None:
+                hooks.finished()
+            return
         while True:
             try:
                 if isinstance(effect, AskModel):
