@@ -560,6 +560,10 @@ class PlanConvention(Convention):
             return Retry(plan_feedback(code, exc))
         return Plan(program)
 
+    def read_plan(self, code: str) -> PlanProgram:
+        """A plan's code read over this run's tools (a paused plan, resumed); `PlanError` if not."""
+        return parse_plan(code, self._tools.get())
+
 
 def plan_feedback(code: str, error: PlanError) -> str:
     """What the model is told about a plan that cannot run: where, why, and that nothing ran."""

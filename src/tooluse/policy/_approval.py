@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import inspect
-import json
 import threading
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .._exceptions import UsageError
 from .._frozen import frozen, thawed
-from .._messages import Message, ToolCall
-from .._records import Answered, CallRecord, call_key
+from .._messages import Message
+from .._records import CallRecord, call_key
 from ..tools import Caller, Tool
 from ._provenance import FREE_TEXT, MIN_CHARS, Provenance, Selections
 
@@ -46,7 +43,6 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "Gate",
-    "Paused",
     "ProvenancePolicy",
     "RunSoFar",
     "as_policy",
@@ -233,83 +229,6 @@ class ApprovalRecord:
             reason=data.get("reason"),
             error=data.get("error"),
             edited=data.get("edited"),
-        )
-
-
-@dataclass(slots=True)
-class Paused:
-    """Where a run stopped for approval, and everything resuming it needs.
-
-    A turn of JSON calls keeps all its calls and which of them had ended; a
-    script keeps its code and what it had been answered (see `ScriptRunner`).
-    ``denied``, ``provenance`` and ``scope`` are the approval step's memory, so a
-    resumed run, in this process or another, decides as the paused one would have.
-    """
-
-    task: str
-    round: int
-    calls: tuple[ToolCall, ...] = ()
-    done: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    script_id: str | None = None
-    code: str = ""
-    repairs: tuple[str, ...] = ()
-    answered: tuple[Answered, ...] = ()
-    denied: dict[str, str] = field(default_factory=dict)
-    provenance: dict[str, Any] | None = None
-    #: The stop was inside a plan (`code` holds it; `done` its calls that had ended).
-    plan: bool = False
-    #: The run's scope (`tooluse.policy._scope`), kept so a resumed run is held to it.
-    scope: tuple[str, ...] | None = None
-    #: This pause, in every copy of it: `Agent.resume` uses it once (see `ApprovalStore`).
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "task": self.task,
-            "round": self.round,
-            "calls": [c.to_openai() for c in self.calls],
-            "done": list(self.done),
-            "notes": list(self.notes),
-            "script_id": self.script_id,
-            "code": self.code,
-            "repairs": list(self.repairs),
-            "answered": [a.to_dict() for a in self.answered],
-            "denied": dict(self.denied),
-            "provenance": self.provenance,
-            "plan": self.plan,
-            "scope": list(self.scope) if self.scope is not None else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Paused:
-        # A state saved before pauses had ids is named by its content, the same in every copy.
-        pause = (
-            data.get("id")
-            or "saved-"
-            + hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
-                :32
-            ]
-        )
-        return cls(
-            id=str(pause),
-            task=str(data["task"]),
-            round=int(data["round"]),
-            calls=tuple(
-                ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
-                for c in data.get("calls", ())
-            ),
-            done=tuple(data.get("done", ())),
-            notes=tuple(data.get("notes", ())),
-            script_id=data.get("script_id"),
-            code=str(data.get("code", "")),
-            repairs=tuple(data.get("repairs", ())),
-            answered=tuple(Answered.from_dict(a) for a in data.get("answered", ())),
-            denied=dict(data.get("denied", {})),
-            provenance=data.get("provenance"),
-            plan=bool(data.get("plan", False)),
-            scope=tuple(data["scope"]) if data.get("scope") is not None else None,
         )
 
 

@@ -7,6 +7,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,7 +28,6 @@ from ..policy._approval import (
     Approval,
     ApprovalPolicy,
     Gate,
-    Paused,
     PolicyFunction,
     as_decision,
     as_policy,
@@ -51,6 +51,7 @@ from ._loop import (
 from ._otel import check_otel, otel_enabled, otel_sink
 from ._result import RunResult
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
+from ._state import Paused
 from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
 from ._trace import EventSink, JsonlTrace, TypedSink, as_dict_sink
 
@@ -458,19 +459,8 @@ class Agent:
         assert gate is not None
         for key, decision in granted:
             gate.grant(key, decision)
-        state = run.state
-        for message in result.messages:
-            state.add(Message.from_dict(message.to_dict()))
-            state.call_ids.update(call.id for call in message.tool_calls)
-        state.calls.extend(result.calls)
-        state.rejected.extend(result.rejected)
-        state.scripts.extend(result.scripts)
-        state.usage.rounds.extend(result.usage.rounds)
-        state.usage.asides.extend(result.usage.asides)
-        state.rounds = result.rounds
-        state.pending = list(result.pending)
+        run.state.restore(result)
         run.approvals_before = list(result.approvals)
-        result.resumed = True
         run.emit(ev.ApprovalDecided(tuple(sorted(decisions))))
         return run
 
@@ -656,7 +646,13 @@ class Agent:
         """Answer the loop's effects until it finishes; `hooks` see each one (streaming)."""
         tools = tools if tools is not None else self.tools
         runner: ScriptRunner | None = None
-        effect = next(flow)
+        try:
+            effect = next(flow)
+        except StopIteration:
+            # Ended before asking for anything: a resume that cannot go on (its state says why).
+            if hooks is not None:
+                hooks.finished()
+            return
         while True:
             try:
                 if isinstance(effect, AskModel):
@@ -840,11 +836,17 @@ class _Run:
                 result.untrusted_in_answer = gate.provenance.repeated(result.answer)
         if state.status == "needs_approval" and state.paused is not None and gate is not None:
             result.pending = list(state.pending)
-            state.paused.denied = gate.denied
-            state.paused.scope = result.scope
-            if gate.provenance is not None:
-                state.paused.provenance = gate.provenance.to_dict()
-            result.paused = state.paused
+            # The approval step's memory, as it stands at the stop, goes with the pause.
+            result.paused = replace(
+                state.paused,
+                denied=gate.denied,
+                scope=result.scope,
+                provenance=(
+                    gate.provenance.to_dict()
+                    if gate.provenance is not None
+                    else state.paused.provenance
+                ),
+            )
         self.emit(
             ev.RunEnd(
                 result.status,

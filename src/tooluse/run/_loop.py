@@ -6,9 +6,10 @@ drivers in `_agent.py` do the waiting. This keeps the loop readable in one
 screen and free of I/O.
 
 A call the approval policy defers comes back as an `ApprovalRequest`: the loop
-records what did run, notes where it stopped (`Paused`) and ends with status
-``needs_approval``. Started again with that `Paused`, it first finishes the
-stopped turn or script, then goes on with the next round.
+records what did run, notes where it stopped (a `Paused` shape: a turn, a script
+or a plan) and ends with status ``needs_approval``. Started again with that
+state, it first finishes the stopped turn, script or plan, then goes on with the
+next round.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import events as ev
@@ -26,12 +27,13 @@ from .._records import Answered, CallRecord, Outcome, ScriptRecord, call_identit
 from .._tokens import count_tokens
 from ..context._window import ContextWindow
 from ..conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
-from ..conventions._plan import PlanProgram
+from ..conventions._plan import PlanConvention, PlanError, PlanProgram
 from ..dispatch._plans import PlanRun, run_plan
 from ..models import ModelRequest, ModelResponse, ToolChoice
-from ..policy._approval import ApprovalRequest, Paused
+from ..policy._approval import ApprovalRequest
 from ..tools import Tool
-from ._result import RunStatus, RunUsage
+from ._result import RunResult, RunStatus, RunUsage
+from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow", "keep_unrecorded"]
 
@@ -152,6 +154,22 @@ class RunState:
             self.last_tokens = message_tokens(message)
             self.context_tokens += self.last_tokens
         return message
+
+    def restore(self, result: RunResult) -> None:
+        """Take up a paused run's record, to resume it; ``result`` is left as it was.
+
+        The lists and messages are copied (the run numbers and windows its own); the
+        records in them are kept as they are, since nothing changes a record once made.
+        """
+        for message in result.messages:
+            self.add(replace(message))
+            self.call_ids.update(call.id for call in message.tool_calls)
+        self.calls.extend(result.calls)
+        self.rejected.extend(result.rejected)
+        self.scripts.extend(result.scripts)
+        self.usage = RunUsage(list(result.usage.rounds), list(result.usage.asides))
+        self.rounds = result.rounds
+        self.pending = list(result.pending)
 
 
 def message_tokens(message: Message) -> int:
@@ -291,7 +309,10 @@ def _calls_turn(
     done.update((o.id, o) for o in ended)
     if pending:
         _record_outcomes(state, ended)
-        _pause(state, pending, Paused(task, round_, tuple(calls), tuple(done), tuple(notes)))
+        paused = PausedTurn(
+            task=task, round=round_, calls=tuple(calls), done=tuple(done), notes=tuple(notes)
+        )
+        _pause(state, pending, paused)
         return False
     outcomes = [done[c.id] for c in calls]
     return _finish_turn(state, outcomes, new=ended, notes=notes, round_=round_, config=config)
@@ -303,9 +324,9 @@ def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Eff
     ended, pending = _split(every)
     _record_outcomes(state, ended)
     if pending:
-        paused = Paused(
-            task,
-            effect.round,
+        paused = PausedScript(
+            task=task,
+            round=effect.round,
             script_id=effect.id,
             code=effect.code,
             repairs=tuple(effect.repairs),
@@ -360,7 +381,7 @@ def _plan_turn(
     _record_outcomes(state, run.outcomes)
     if run.pending:
         ended = (*done, *(o.id for o in run.outcomes))
-        paused = Paused(task, round_, done=ended, script_id=plan_id, code=program.code, plan=True)
+        paused = PausedPlan(task=task, round=round_, plan_id=plan_id, code=program.code, done=ended)
         _pause(state, run.pending, paused)
         return False
     report = run.report()
@@ -387,26 +408,19 @@ def _resume(
         state.emit(ev.Resumed(paused.round))
     awaited = [p.key for p in state.pending]
     state.pending = []
-    if paused.plan and paused.script_id is not None:
-        action = convention.interpret(ModelResponse(content=f"```plan\n{paused.code}```"))
-        if not isinstance(action, Plan):
-            state.status = "error"
-            state.error = "the paused plan can no longer be read by this agent's convention"
-            return False
-        finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
-        return (
-            yield from _plan_turn(
-                state,
-                paused.task,
-                action.program,
-                paused.script_id,
-                round_=paused.round,
-                earlier=[finished[i] for i in paused.done if i in finished],
-            )
+    if isinstance(paused, PausedScript):
+        effect = RunScript(
+            paused.script_id,
+            paused.code,
+            paused.round,
+            paused.repairs,
+            replay=paused.answered,
+            awaited=awaited,
         )
-    if paused.script_id is None:
-        finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
-        earlier = [finished[i] for i in paused.done if i in finished]
+        return (yield from _script_turn(state, paused.task, effect))
+    finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
+    earlier = [finished[i] for i in paused.done if i in finished]
+    if isinstance(paused, PausedTurn):
         return (
             yield from _calls_turn(
                 state,
@@ -418,15 +432,32 @@ def _resume(
                 earlier=earlier,
             )
         )
-    effect = RunScript(
-        paused.script_id,
-        paused.code,
-        paused.round,
-        paused.repairs,
-        replay=paused.answered,
-        awaited=awaited,
+    program = _paused_program(state, paused, convention)
+    if program is None:
+        return False
+    turn = _plan_turn(
+        state, paused.task, program, paused.plan_id, round_=paused.round, earlier=earlier
     )
-    return (yield from _script_turn(state, paused.task, effect))
+    return (yield from turn)
+
+
+def _paused_program(
+    state: RunState, paused: PausedPlan, convention: Convention
+) -> PlanProgram | None:
+    """The paused plan read again over this run's tools; None (the run ends) if it cannot be."""
+    if not isinstance(convention, PlanConvention):
+        state.status = "error"
+        state.error = (
+            f"the run paused in a plan, and this agent's convention ({convention.name}) "
+            "does not run plans: resume it with the plan convention"
+        )
+        return None
+    try:
+        return convention.read_plan(paused.code)
+    except PlanError as exc:
+        state.status = "error"
+        state.error = f"the paused plan can no longer be read over this agent's tools: {exc}"
+        return None
 
 
 def _clip(text: str, limit: int) -> str:

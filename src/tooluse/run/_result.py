@@ -5,12 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._exceptions import UsageError
 from .._messages import Message, Usage
 from .._records import CallRecord, RejectedCall, ScriptRecord
-from ..policy._approval import ApprovalRecord, ApprovalRequest, Paused
+from ..policy._approval import ApprovalRecord, ApprovalRequest
 from ..policy._provenance import Suspicious
+from ._state import Paused, paused_from_dict, paused_to_dict
 
-__all__ = ["RunResult", "RunStatus", "RunUsage"]
+__all__ = ["RESULT_VERSION", "RunResult", "RunStatus", "RunUsage"]
+
+#: The version of the form `RunResult.to_dict` writes; absent (0) in earlier releases.
+RESULT_VERSION = 1
 
 RunStatus = Literal[
     "completed", "max_rounds", "truncated", "cycle", "cancelled", "needs_approval", "error"
@@ -112,7 +117,9 @@ class RunResult:
     approvals: list[ApprovalRecord] = field(default_factory=list)
     #: Where a ``needs_approval`` run stopped (what `Agent.resume` needs).
     paused: Paused | None = None
-    #: Whether this paused result was resumed already (each is resumed once).
+    #: Whether this paused result was resumed already, as an earlier release wrote it
+    #: down; `Agent.resume` leaves the result it is given unchanged and refuses a second
+    #: resume through the `ApprovalStore`.
     resumed: bool = False
     #: The tools with side effects the run was limited to (None: no scope).
     scope: tuple[str, ...] | None = None
@@ -125,6 +132,7 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "version": RESULT_VERSION,
             "answer": self.answer,
             "status": self.status,
             "error": self.error,
@@ -140,7 +148,7 @@ class RunResult:
             "messages": [m.to_dict() for m in self.messages],
             "pending": [p.to_dict() for p in self.pending],
             "approvals": [a.to_dict() for a in self.approvals],
-            "paused": self.paused.to_dict() if self.paused is not None else None,
+            "paused": paused_to_dict(self.paused) if self.paused is not None else None,
             "resumed": self.resumed,
             "scope": list(self.scope) if self.scope is not None else None,
             "untrusted_in_answer": [s.to_dict() for s in self.untrusted_in_answer],
@@ -148,7 +156,17 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        """The result `to_dict` wrote (its JSON read back)."""
+        """The result `to_dict` wrote (its JSON read back), by this release or an earlier one.
+
+        Raises `UsageError` naming the version for a form this release does not read
+        (`ResumeError`, one kind of it, for the paused state inside).
+        """
+        version = data.get("version", 0)
+        if version not in (0, RESULT_VERSION) or isinstance(version, bool):
+            raise UsageError(
+                f"the result is in version {version!r} of the written form; this release "
+                f"reads versions 0 and {RESULT_VERSION}: read it with the release that wrote it"
+            )
         calls = [CallRecord.from_dict(c) for c in data.get("calls", ())]
         by_id = {c.id: c for c in calls}
         paused = data.get("paused")
@@ -168,7 +186,7 @@ class RunResult:
             sink_errors=data.get("sink_errors", 0),
             pending=[ApprovalRequest.from_dict(p) for p in data.get("pending", ())],
             approvals=[ApprovalRecord.from_dict(a) for a in data.get("approvals", ())],
-            paused=Paused.from_dict(paused) if paused is not None else None,
+            paused=paused_from_dict(paused) if paused is not None else None,
             resumed=bool(data.get("resumed", False)),
             scope=tuple(data["scope"]) if data.get("scope") is not None else None,
             untrusted_in_answer=[
