@@ -201,7 +201,7 @@ class Sandbox:
             raise UsageError(f"tool names repeat: {names}")
         self.start()
         execution = Execution(
-            sandbox=self,
+            server=_ServerLink(self),
             job_id=str(next(self._jobs)),
             script=script,
             tools=list(tools),
@@ -245,7 +245,7 @@ class Sandbox:
             )
         )
 
-    # -- used by Execution -------------------------------------------------------------------
+    # -- used by Execution, through _ServerLink ------------------------------------------------
 
     def _send_run(self, message: dict[str, object], fds: list[int]) -> None:
         with self._lock:
@@ -551,6 +551,24 @@ class Sandbox:
     def uid(self) -> int | None:
         """The host uid scripts run as (set when the host runs as root)."""
         return self._uid
+
+
+class _ServerLink:
+    """The sandbox as its executions see it (`ServerLink`): the control socket, nothing more."""
+
+    __slots__ = ("_sandbox",)
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+
+    def send_run(self, message: dict[str, object], fds: list[int]) -> None:
+        self._sandbox._send_run(message, fds)
+
+    def send_kill(self, job_id: str) -> None:
+        self._sandbox._send_kill(job_id)
+
+    def mark_broken(self) -> None:
+        self._sandbox._mark_broken()
 
 
 class _StartError(Exception):
