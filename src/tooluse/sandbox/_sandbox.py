@@ -35,7 +35,7 @@ IsolationMode: TypeAlias = Literal["auto", "required", "none"]
 _HERE = Path(__file__).resolve().parent
 # The server and the wire module it shares with the host, side by side.
 _RUNTIME_IN_SANDBOX = "/run/tooluse"
-_RUNTIME_FILES = ("_server.py", "_tree.py", "_wire.py")
+_RUNTIME_FILES = ("_supervisor.py", "_tree.py", "_wire.py", "_worker.py")
 _SCRATCH_IN_SANDBOX = "/tmp"
 _START_TIMEOUT_S = 20.0
 # Each script's /dev/shm (POSIX shared memory, multiprocessing's locks and queues).
@@ -352,7 +352,7 @@ class Sandbox:
             argv += [
                 # The sandbox's own /proc, which the fork server and the monitors read; each
                 # script mounts a fresh one of its own pid namespace over it, and fresh
-                # /tmp and /dev/shm (see _server._private_namespaces).
+                # /tmp and /dev/shm (see _worker.private_namespaces).
                 "--proc",
                 "/proc",
                 "--dev",
@@ -379,7 +379,7 @@ class Sandbox:
                 "-B",
                 "-X",
                 "utf8",
-                f"{_RUNTIME_IN_SANDBOX}/_server.py",
+                f"{_RUNTIME_IN_SANDBOX}/_supervisor.py",
                 # Only the control socket's number: the configuration comes through it, so
                 # that no script (each a fork of the server) reads it in /proc/self/cmdline.
                 str(ctl_remote.fileno()),
@@ -450,7 +450,7 @@ class Sandbox:
             "-B",
             "-X",
             "utf8",
-            str(_HERE / "_server.py"),
+            str(_HERE / "_supervisor.py"),
             str(ctl_remote.fileno()),
         ]
         self._spawn(command, [ctl_remote.fileno()], ctl, ctl_remote, config=config, cwd=scratch)
