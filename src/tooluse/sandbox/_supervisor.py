@@ -2,7 +2,8 @@
 
 This file runs on its own, as ``python -I -S -B -X utf8 _supervisor.py CONTROL_FD``, inside the
 sandbox. It imports nothing but the standard library and the files mounted beside it: the
-``tooluse`` package is not visible in there. The host sends the configuration as the first frame on the control socket.
+``tooluse`` package is not visible in there. The host sends the configuration as the first
+frame on the control socket.
 
 Processes, per script::
 
