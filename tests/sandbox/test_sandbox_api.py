@@ -46,7 +46,7 @@ def _runtime_imports(tree: ast.AST) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            found += [i for child in node.orelse for i in _runtime_imports(child)]
+            found += _runtime_imports(ast.Module(body=node.orelse, type_ignores=[]))
             continue
         if isinstance(node, ast.ImportFrom):
             found.append((node.module or "", node.level))
@@ -56,19 +56,39 @@ def _runtime_imports(tree: ast.AST) -> list[tuple[str, int]]:
     return found
 
 
-def test_the_in_sandbox_runtime_needs_only_the_standard_library() -> None:
-    """The server runs inside the sandbox, where only the standard library exists, beside
-    the wire module it shares with the host; the wire module loads no C library."""
+def _runtime_files() -> set[str]:
+    """The files the host mounts into the sandbox (``_RUNTIME_FILES`` in ``_sandbox.py``)."""
     here = Path(tooluse.sandbox.__file__).parent
-    for name, also in (("_server.py", {"_wire"}), ("_wire.py", set())):
+    for node in ast.walk(ast.parse((here / "_sandbox.py").read_text())):
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_RUNTIME_FILES":
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("_sandbox.py names no _RUNTIME_FILES")
+
+
+def test_the_in_sandbox_runtime_needs_only_the_standard_library() -> None:
+    """The supervisor and the worker run inside the sandbox, where only the standard library
+    exists, beside the files the host mounts there; the wire module loads no C library."""
+    here = Path(tooluse.sandbox.__file__).parent
+    mounted = _runtime_files()
+    assert {"_supervisor.py", "_worker.py", "_tree.py", "_wire.py"} <= mounted
+    for name in sorted(mounted):
         imports = _runtime_imports(ast.parse((here / name).read_text()))
         assert imports, name
         for module, level in imports:
             top = module.split(".")[0]
-            assert level == 0 and (top in sys.stdlib_module_names or top in also), (name, module)
+            assert level == 0, (name, module)
+            assert top in sys.stdlib_module_names or f"{top}.py" in mounted, (name, module)
     assert "ctypes" not in {
         m for m, _ in _runtime_imports(ast.parse((here / "_wire.py").read_text()))
     }
+
+
+def test_the_worker_never_imports_the_supervisor() -> None:
+    # The supervisor forks the worker; the code that runs beside the script holds nothing
+    # of the server's.
+    here = Path(tooluse.sandbox.__file__).parent
+    imports = {m for m, _ in _runtime_imports(ast.parse((here / "_worker.py").read_text()))}
+    assert "_wire" in imports and "_supervisor" not in imports
 
 
 def test_the_host_never_imports_the_server() -> None:
@@ -79,7 +99,8 @@ def test_the_host_never_imports_the_server() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert "tooluse.sandbox._wire" in loaded and "tooluse.sandbox._server" not in loaded
+    assert "tooluse.sandbox._wire" in loaded and "tooluse.sandbox._supervisor" not in loaded
+    assert "tooluse.sandbox._worker" not in loaded
 
 
 def test_tool_reply() -> None:

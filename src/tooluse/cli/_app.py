@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import logging
 import os
-import shlex
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -23,10 +20,8 @@ from .. import (
     Approval,
     ApprovalPolicy,
     ApprovalRequest,
-    JsonlTrace,
     ProvenancePolicy,
     RunResult,
-    Toolbox,
     ToolUseError,
     UsageError,
 )
@@ -41,9 +36,8 @@ from ..events import (
 )
 from ..models._spec import DEFAULT_LOCAL_TEXT, resolve_model
 from ..run._trace import EventSink
-from ..tools import Tool
 from ._bench import bench_app
-from ._extras import need
+from ._inputs import gather_tools, open_trace
 from ._lint import lint_command
 from ._live import LiveView
 from ._mcp import mcp_app
@@ -52,7 +46,7 @@ from ._sim import sim_app
 from ._view import view
 
 if TYPE_CHECKING:
-    from ..mcp import MCPClient
+    pass
 
 app = typer.Typer(
     name="tooluse",
@@ -72,103 +66,6 @@ app.command("view")(view)
 
 out = Console()
 err = Console(stderr=True)
-
-
-def load_toolbox(target: str, *, given_as: str = "--tools") -> Toolbox:
-    """Import ``MODULE:ATTR`` and turn what it names into a toolbox.
-
-    `given_as` is how the command takes it (``--tools``, or an argument such as
-    ``TARGET``), so that an error names what the user typed.
-    """
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise UsageError(
-            f"{given_as} takes MODULE:ATTR, e.g. examples.seed_tools:toolbox; got {target!r}"
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from exc
-    except Exception as exc:
-        # The module is the user's code: a syntax error or anything its top level
-        # raises is a mistake in the toolbox named, not a failure of tooluse.
-        raise UsageError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    try:
-        value: Any = getattr(module, attr)
-    except AttributeError:
-        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if isinstance(value, Toolbox):
-        return value
-    if isinstance(value, Tool) or callable(value):
-        return Toolbox([value])
-    if isinstance(value, list | tuple):
-        return Toolbox(value)
-    raise UsageError(f"{target} is a {type(value).__name__}, not a toolbox, tool or list of tools")
-
-
-class _WarningLine(logging.Handler):
-    """A library's logged warning, as one of the command's own warning lines."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        err.print(f"[yellow]warning:[/] {escape(record.getMessage())}", soft_wrap=True)
-
-
-def open_servers(ctx: typer.Context, servers: list[str]) -> list[MCPClient]:
-    """Open each ``--mcp`` server (a URL, or a command) until the command ends.
-
-    Tools a server lists but that cannot be used are warned of, and so is what a
-    server says of itself (on the ``tooluse.mcp`` logger), such as text on its stdout.
-    """
-    if not servers:
-        return []
-    need("mcp", "--mcp")
-    from ..mcp import MCPClient
-
-    said = logging.getLogger("tooluse.mcp")
-    if not any(isinstance(h, _WarningLine) for h in said.handlers):
-        said.addHandler(_WarningLine(logging.WARNING))
-        said.propagate = False  # said here, once
-
-    clients = []
-    for server in servers:
-        if server.startswith(("http://", "https://")):
-            client = MCPClient.http(server)
-        else:
-            argv = shlex.split(server)
-            if argv and argv[0] in ("python", "python3"):
-                argv[0] = sys.executable  # the Python tooluse runs on, with its packages
-            client = MCPClient.stdio(argv)
-        clients.append(ctx.with_resource(client))
-        for reason in client.refused.values():
-            err.print(
-                f"[yellow]warning:[/] MCP server {escape(server)}: {escape(reason)}; "
-                "the tool is left out",
-                soft_wrap=True,
-            )
-    return clients
-
-
-def gather_tools(
-    ctx: typer.Context, target: str | None, servers: list[str], *, given_as: str = "--tools"
-) -> Toolbox:
-    """The toolbox `target` names and the ``--mcp`` servers' tools, as one toolbox.
-
-    `given_as` is how the command takes `target`: ``--tools``, or an argument.
-    """
-    if target is None and not servers:
-        named = (
-            f"{given_as} MODULE:ATTR" if given_as.startswith("-") else f"{given_as} as MODULE:ATTR"
-        )
-        raise UsageError(f"give the tools: {named}, --mcp CMD|URL, or both")
-    local = load_toolbox(target, given_as=given_as) if target is not None else Toolbox()
-    clients = open_servers(ctx, servers)
-    if not clients:
-        return local
-    from ..mcp import combine
-
-    return combine(local, *clients)
 
 
 _MCP_HELP = (
@@ -283,18 +180,6 @@ def _run_asking(agent: Agent, task: str, live: LiveView | None = None) -> RunRes
     return result
 
 
-def _open_trace(path: Path) -> JsonlTrace:
-    # Opened here rather than by the agent so that a path that cannot be written
-    # is refused before the run starts, as one line naming the path.
-    try:
-        return JsonlTrace(path)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.filename is not None and str(exc.filename) != str(path):
-            reason = f"{reason}: {exc.filename}"  # the parent the directory could not be made in
-        raise UsageError(f"cannot write the trace to {path}: {reason}") from exc
-
-
 def _fan_out(*sinks: EventSink | None) -> EventSink | None:
     live = [sink for sink in sinks if sink is not None]
     if not live:
@@ -392,7 +277,7 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
             if live is None or not live.streaming or isinstance(event, Feedback | ScopeFixed):
                 _render_event(event)
 
-    writer = _open_trace(trace) if trace is not None else None
+    writer = open_trace(trace) if trace is not None else None
     agent = Agent(
         backend,
         toolbox,

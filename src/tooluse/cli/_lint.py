@@ -39,7 +39,7 @@ def lint_command(
     With --strict, any finding makes the exit code 1.
     """
     # Imported here: the command module is imported by the app, which holds these.
-    from ._app import gather_tools
+    from ._inputs import gather_tools
 
     toolbox = gather_tools(ctx, target, mcp or [], given_as="TARGET")
     findings = lint(toolbox, max_schema_tokens=max_schema_tokens)

@@ -40,10 +40,10 @@ def serve_command(
     need("mcp", "tooluse mcp serve")
     # Imported here: the command module is imported by the app, which holds these.
     from ..mcp import serve
-    from ._app import _open_trace, load_toolbox
+    from ._inputs import load_toolbox, open_trace
 
     toolbox = load_toolbox(target, given_as="TARGET")
-    writer = _open_trace(trace) if trace is not None else None
+    writer = open_trace(trace) if trace is not None else None
 
     def ready(where: str) -> None:
         # Printed on stderr: on stdio, stdout carries the protocol.

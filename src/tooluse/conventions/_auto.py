@@ -38,6 +38,9 @@ from .._exceptions import UsageError
 from ..models import ModelResponse
 from ..tools import Toolbox
 from ._base import Convention, Interpretation, Prepared
+from ._code import CodeConvention
+from ._json import JsonConvention
+from ._plan import PlanConvention
 
 if TYPE_CHECKING:
     from .._expect import Expect
@@ -58,6 +61,13 @@ ACCURACY_SLACK = 0.05
 UNKNOWN_WIDTHS = 50
 SHAPES = ("listed", "discovered")
 CHOICES = ("json", "code", "plan")
+#: The convention each choice names; imported here, not looked up by name in the
+#: package, so the package can list this convention without a cycle.
+_CHOSEN: dict[str, type[Convention]] = {
+    "json": JsonConvention,
+    "code": CodeConvention,
+    "plan": PlanConvention,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,12 +345,10 @@ class AutoConvention(Convention):
         self.profile: Profile | None = profile
 
     def for_run(self, task: str, expect: Sequence[Expect], *, model: str = "") -> Convention:
-        from . import get_convention
-
         profile = self.profile or load_profile(model) or ORACLE_PROFILE
         width, shape = task_shape(task, expect)
         choice = choose(profile, width, shape)
-        chosen = get_convention(choice.convention)
+        chosen = _CHOSEN[choice.convention]()
         chosen.chosen_by = f"auto ({profile.source or profile.model}): {choice.reason}"
         return chosen
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from .._messages import ToolCall
 from ..models import ModelResponse, ReplyFormat, ToolChoice
 from ..tools import Caller, Tool, Toolbox
+from ._plan_program import PlanProgram
 
 if TYPE_CHECKING:
     from .._expect import Expect
-    from ._plan import PlanProgram
 
 __all__ = [
     "Answer",

@@ -29,8 +29,7 @@ import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from .._exceptions import InvalidCallError
 from .._syntax import dotted
@@ -40,6 +39,7 @@ from ..tools._validate import ArgumentChecker, ArgumentsError
 from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry
 from ._per_run import PerRun
 from ._plan_eval import ALLOWED_FUNCTIONS, PlanEvaluationError, evaluate
+from ._plan_program import PlanProgram, PlanStep
 
 __all__ = [
     "ALLOWED_FUNCTIONS",
@@ -90,39 +90,6 @@ class PlanError(InvalidCallError, ValueError):
         if self.step is not None:
             where.append(f"step {self.step}")
         return f"{', '.join(where)}: {self.message}" if where else self.message
-
-
-@dataclass(frozen=True, slots=True)
-class PlanStep:
-    """One line of a plan.
-
-    ``call`` runs `tool` once; ``map`` runs it once per item of `source`, with
-    `variable` bound to the item; ``value`` evaluates `source`. `arguments`
-    maps the tool's parameter names (as its schema spells them) to expressions.
-    """
-
-    name: str
-    line: int
-    kind: Literal["call", "map", "value"]
-    text: str
-    needs: tuple[str, ...]
-    tool: str | None = None
-    arguments: tuple[tuple[str, ast.expr], ...] = ()
-    variable: str | None = None
-    source: ast.expr | None = None
-    condition: ast.expr | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PlanProgram:
-    """A checked plan: its steps in order; the last one's value is the result."""
-
-    code: str
-    steps: tuple[PlanStep, ...]
-
-    @property
-    def result(self) -> PlanStep:
-        return self.steps[-1]
 
 
 # --- reading a reply ------------------------------------------------------------------

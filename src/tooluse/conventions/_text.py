@@ -51,7 +51,7 @@ from ._python_calls import (
 )
 from ._react import read_react
 
-__all__ = ["CallSyntaxError", "TextConvention", "describe_tools", "parse_python_calls"]
+__all__ = ["CallSyntaxError", "TextConvention", "call_name", "describe_tools", "parse_python_calls"]
 
 TextFormat = Literal["python", "react"]
 
@@ -87,7 +87,7 @@ EMPTY_REPLY = "Your last reply was empty. Call a tool, or give your final answer
 # --- describing the tools -------------------------------------------------------------
 
 
-def _call_name(name: str) -> str:
+def call_name(name: str) -> str:
     """How a tool is written in a call: its own name when Python can read it.
 
     Dotted names (BFCL's ``math.factorial``) read as attribute chains; other
@@ -116,7 +116,7 @@ def _signature(t: Tool) -> _Signature:
     props: Mapping[str, Any] = schema.get("properties", {})
     # Compact for a prompt: objects in place, and no "| None" on optional parameters.
     params = write_parameters(t, schema, inline_annotation, none_in_type=False)
-    name = _call_name(t.name)
+    name = call_name(t.name)
     lines = [f"{name}({parameter_list(params)})"]
     if t.description:
         lines.extend(f"    {line}" for line in t.description.strip().splitlines() if line.strip())

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..conventions._text import _call_name
+from ..conventions._text import call_name
 from ..models import ScriptedModel
 from ..tools import StubSignature, Toolbox
 from ..tools._tool import python_identifier
@@ -110,7 +110,7 @@ def python_calls(calls: Sequence[Call]) -> str:
         arguments = ", ".join(
             f"{python_identifier(k)}={python_literal(v)}" for k, v in call.arguments.items()
         )
-        written.append(f"{_call_name(call.tool)}({arguments})")
+        written.append(f"{call_name(call.tool)}({arguments})")
     return f"[{', '.join(written)}]"
 
 

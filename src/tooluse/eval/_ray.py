@@ -38,8 +38,9 @@ from typing import Any
 
 from .. import UsageError
 from ..models import Model, ModelRequest, ModelResponse, resolve_model
+from ._config import BenchConfig
+from ._entry import EntryContext, base_row, run_entry
 from ._row import Row
-from ._runner import BenchConfig, _base_row, _Context, _run_entry
 from ._suites import build_tasks
 from ._task import Task
 
@@ -157,9 +158,9 @@ class _Sweep:
 _HELD: dict[str, Any] = {}
 
 
-def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
+def _held(sweep: _Sweep) -> tuple[EntryContext, dict[_Key, Task]]:
     if _HELD.get("id") != sweep.id:
-        old: _Context | None = _HELD.get("context")
+        old: EntryContext | None = _HELD.get("context")
         if old is not None:
             old.close()
         loop = _HELD.get("loop")
@@ -177,7 +178,7 @@ def _held(sweep: _Sweep) -> tuple[_Context, dict[_Key, Task]]:
             # keeps to the CPUs it declared, or the actors thrash each other.
             model.threads = max(1, round(config.ray.cpus))  # type: ignore[attr-defined]
             model.name = spec
-        context = _Context(
+        context = EntryContext(
             model, base_url=config.base_url, calls=config.calls, traces=config.trace_dir
         )
         if sweep.tasks is not None:
@@ -201,14 +202,14 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 def _run_one(sweep: _Sweep, key: _Key, convention: str) -> Row:
     context, tasks = _held(sweep)
-    return _loop().run_until_complete(_run_entry(tasks[key], convention, context))
+    return _loop().run_until_complete(run_entry(tasks[key], convention, context))
 
 
 def _run_batch(sweep: _Sweep, keys: Sequence[tuple[_Key, str]]) -> list[Row]:
     context, tasks = _held(sweep)
 
     async def run() -> list[Row]:
-        return [await _run_entry(tasks[key], convention, context) for key, convention in keys]
+        return [await run_entry(tasks[key], convention, context) for key, convention in keys]
 
     return _loop().run_until_complete(run())
 
@@ -405,7 +406,7 @@ def ray_rows(
 
 
 def _worker_row(job: _Job, label: str, exc: BaseException, died: bool) -> Row:
-    row = _base_row(job.task, job.convention, label)
+    row = base_row(job.task, job.convention, label)
     cause = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     if died:
         row.error = f"worker: the worker died running this entry, {job.tries} times ({cause})"

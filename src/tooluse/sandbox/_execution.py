@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._channel import Channel, LoopChannel, Message, ThreadChannel
 from ._exceptions import SandboxError
@@ -30,9 +30,6 @@ from ._types import (
 )
 from ._wire import json_encoder
 
-if TYPE_CHECKING:
-    from ._sandbox import Sandbox
-
 __all__ = ["Execution"]
 
 # After asking the server to kill a script, how long to wait for its pipes to close before
@@ -48,13 +45,30 @@ _MAX_NAME = 64
 _WATCH_S = 0.02
 
 
+class ServerLink(Protocol):
+    """What one script run needs of the sandbox that runs it: its server's control socket.
+
+    The sandbox hands each execution one of these, so an execution reaches no further
+    into the sandbox than these three calls.
+    """
+
+    def send_run(self, message: dict[str, object], fds: list[int]) -> None:
+        """Hand the server a job and the descriptors it runs with; `SandboxError` if it cannot."""
+
+    def send_kill(self, job_id: str) -> None:
+        """Tell the server to kill the job's processes (nothing if the server is gone)."""
+
+    def mark_broken(self) -> None:
+        """Restart the sandbox before the next script (it lost a job or stopped answering)."""
+
+
 class Execution:
     """One script run: hands the script to the server, serves its tool calls, collects output."""
 
     def __init__(
         self,
         *,
-        sandbox: Sandbox,
+        server: ServerLink,
         job_id: str,
         script: str,
         tools: list[ProxySpec],
@@ -66,7 +80,7 @@ class Execution:
         max_calls: int | None,
         on_output: Callable[[str], None] | None = None,
     ) -> None:
-        self._sandbox = sandbox
+        self._server = server
         self._on_stdout = on_output
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._job_id = job_id
@@ -127,7 +141,7 @@ class Execution:
             }
         )
         try:
-            self._sandbox._send_run(
+            self._server.send_run(
                 {
                     "t": "run",
                     "job": self._job_id,
@@ -175,7 +189,7 @@ class Execution:
                 try:
                     await asyncio.wait_for(asyncio.shield(status.eof), _KILL_GRACE_S)
                 except TimeoutError:
-                    self._sandbox._mark_broken()
+                    self._server.mark_broken()
                     raise SandboxError("the sandbox did not stop a timed-out script") from None
             self._exit = _status_record(status)
             # Every process of the script is gone, so whatever it wrote is in the pipes:
@@ -223,7 +237,7 @@ class Execution:
         if self._stop_reason is None and reason is not None:
             self._stop_reason = reason
             self._stop_message = message
-        self._sandbox._send_kill(self._job_id)
+        self._server.send_kill(self._job_id)
         self._abandon_direct("the script was stopped before the call ended")
 
     def _abandon_direct(self, reason: str) -> None:
@@ -521,7 +535,7 @@ class Execution:
                 )
             return "error", error, None
         if exit_ is None:
-            self._sandbox._mark_broken()
+            self._server.mark_broken()
             return (
                 "sandbox_error",
                 "the sandbox stopped before the script finished; it will be restarted",

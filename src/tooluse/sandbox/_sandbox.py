@@ -35,7 +35,7 @@ IsolationMode: TypeAlias = Literal["auto", "required", "none"]
 _HERE = Path(__file__).resolve().parent
 # The server and the wire module it shares with the host, side by side.
 _RUNTIME_IN_SANDBOX = "/run/tooluse"
-_RUNTIME_FILES = ("_server.py", "_tree.py", "_wire.py")
+_RUNTIME_FILES = ("_supervisor.py", "_tree.py", "_wire.py", "_worker.py")
 _SCRATCH_IN_SANDBOX = "/tmp"
 _START_TIMEOUT_S = 20.0
 # Each script's /dev/shm (POSIX shared memory, multiprocessing's locks and queues).
@@ -201,7 +201,7 @@ class Sandbox:
             raise UsageError(f"tool names repeat: {names}")
         self.start()
         execution = Execution(
-            sandbox=self,
+            server=_ServerLink(self),
             job_id=str(next(self._jobs)),
             script=script,
             tools=list(tools),
@@ -245,7 +245,7 @@ class Sandbox:
             )
         )
 
-    # -- used by Execution -------------------------------------------------------------------
+    # -- used by Execution, through _ServerLink ------------------------------------------------
 
     def _send_run(self, message: dict[str, object], fds: list[int]) -> None:
         with self._lock:
@@ -352,7 +352,7 @@ class Sandbox:
             argv += [
                 # The sandbox's own /proc, which the fork server and the monitors read; each
                 # script mounts a fresh one of its own pid namespace over it, and fresh
-                # /tmp and /dev/shm (see _server._private_namespaces).
+                # /tmp and /dev/shm (see _worker.private_namespaces).
                 "--proc",
                 "/proc",
                 "--dev",
@@ -379,7 +379,7 @@ class Sandbox:
                 "-B",
                 "-X",
                 "utf8",
-                f"{_RUNTIME_IN_SANDBOX}/_server.py",
+                f"{_RUNTIME_IN_SANDBOX}/_supervisor.py",
                 # Only the control socket's number: the configuration comes through it, so
                 # that no script (each a fork of the server) reads it in /proc/self/cmdline.
                 str(ctl_remote.fileno()),
@@ -450,7 +450,7 @@ class Sandbox:
             "-B",
             "-X",
             "utf8",
-            str(_HERE / "_server.py"),
+            str(_HERE / "_supervisor.py"),
             str(ctl_remote.fileno()),
         ]
         self._spawn(command, [ctl_remote.fileno()], ctl, ctl_remote, config=config, cwd=scratch)
@@ -551,6 +551,24 @@ class Sandbox:
     def uid(self) -> int | None:
         """The host uid scripts run as (set when the host runs as root)."""
         return self._uid
+
+
+class _ServerLink:
+    """The sandbox as its executions see it (`ServerLink`): the control socket, nothing more."""
+
+    __slots__ = ("_sandbox",)
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+
+    def send_run(self, message: dict[str, object], fds: list[int]) -> None:
+        self._sandbox._send_run(message, fds)
+
+    def send_kill(self, job_id: str) -> None:
+        self._sandbox._send_kill(job_id)
+
+    def mark_broken(self) -> None:
+        self._sandbox._mark_broken()
 
 
 class _StartError(Exception):

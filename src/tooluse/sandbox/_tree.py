@@ -17,7 +17,7 @@ namespace, once the tree as a whole passes the script's CPU or memory limit.
 
 The tree is sampled every few milliseconds, so a limit is enforced within one interval:
 a script can briefly go past it by what it allocates or spends in that time, which each
-process's own rlimit still bounds. This file runs inside the sandbox beside ``_server.py``
+process's own rlimit still bounds. This file runs inside the sandbox beside ``_supervisor.py``
 and uses the standard library only.
 """
 
