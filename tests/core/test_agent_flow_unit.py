@@ -15,6 +15,7 @@ import pytest
 
 from tooluse import CallRecord, Dispatcher, Message, RejectedCall, Toolbox, ToolCall, tool
 from tooluse.conventions import JsonConvention
+from tooluse.events import Event
 from tooluse.models import ModelRequest, ModelResponse
 from tooluse.policy._approval import ApprovalRequest
 from tooluse.run._loop import AskModel, LoopConfig, RunCalls, RunState, agent_flow
@@ -47,7 +48,12 @@ def start(
     events: list[dict[str, Any]] | None = None,
 ) -> tuple[RunState, Flow]:
     """A fresh state and the loop over it, with the JSON convention and `TOOLS`."""
-    sink = events.append if events is not None else (lambda event: None)
+
+    # The loop emits typed events; the test reads their trace form.
+    def sink(event: Event) -> None:
+        if events is not None:
+            events.append(event.to_dict())
+
     state = RunState(emit=sink, tracing=events is not None)
     convention = JsonConvention()
     prepared = convention.prepare(TOOLS, "You help.")

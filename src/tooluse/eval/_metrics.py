@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._matching import maximum_matching
-from ._task import Call
+from ._task import Call, Score
 
 __all__ = ["CallMetrics", "FieldScore", "call_metrics", "equal_fields", "values_equal"]
 
@@ -39,6 +39,17 @@ class CallMetrics:
     matched: int
     fields_right: int
     fields_total: int
+
+    def score(self, *, correct: bool, detail: str | None = None) -> Score:
+        """The verdict `correct`, with these figures."""
+        return Score(
+            correct=correct,
+            detail=detail,
+            precision=self.precision,
+            recall=self.recall,
+            argument_accuracy=self.argument_accuracy,
+            expected_calls=self.expected,
+        )
 
 
 def values_equal(expected: Any, made: Any) -> bool:

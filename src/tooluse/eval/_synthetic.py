@@ -141,7 +141,7 @@ def _status_problem(run: RunResult) -> list[str]:
 
 def _score(metrics: CallMetrics, problems: list[str]) -> Score:
     """Correct when nothing went wrong; the detail says what did."""
-    return Score.of(metrics, correct=not problems, detail="; ".join(problems)[:500] or None)
+    return metrics.score(correct=not problems, detail="; ".join(problems)[:500] or None)
 
 
 class FanoutTask(Task):

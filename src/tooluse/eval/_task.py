@@ -10,12 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import Expect, Message, RunResult, Toolbox, UsageError
-
-if TYPE_CHECKING:
-    from ._metrics import CallMetrics
 
 __all__ = ["BenchDataError", "Call", "OracleTurn", "Score", "Setup", "Task", "Turn"]
 
@@ -95,18 +92,6 @@ class Score:
     recall: float | None = None
     argument_accuracy: float | None = None
     expected_calls: int = 0
-
-    @classmethod
-    def of(cls, metrics: CallMetrics, *, correct: bool, detail: str | None = None) -> Score:
-        """The verdict `correct`, with the figures of `metrics`."""
-        return cls(
-            correct=correct,
-            detail=detail,
-            precision=metrics.precision,
-            recall=metrics.recall,
-            argument_accuracy=metrics.argument_accuracy,
-            expected_calls=metrics.expected,
-        )
 
 
 class Task(ABC):

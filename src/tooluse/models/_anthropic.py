@@ -51,7 +51,7 @@ from ._retry import (
     timed_out,
     unreachable,
 )
-from ._vendor import StreamFault, VendorModel
+from ._vendor import VendorModel, _StreamFault
 
 __all__ = ["AnthropicChat", "anthropic_messages"]
 
@@ -211,7 +211,7 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
             async for event in stream:
                 yield event
         except json.JSONDecodeError as exc:
-            raise StreamFault(
+            raise _StreamFault(
                 Failure(
                     ModelResponseError,
                     f"{self.base_url} sent a stream event that is not JSON "

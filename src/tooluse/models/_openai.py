@@ -26,7 +26,7 @@ from ._retry import (
     timed_out,
     unreachable,
 )
-from ._vendor import StreamFault, VendorModel
+from ._vendor import VendorModel, _StreamFault
 
 __all__ = ["OpenAIChat"]
 
@@ -240,9 +240,9 @@ def _chunk(data: str, server: str) -> Mapping[str, Any]:
     return chunk
 
 
-def _fault(message: str) -> StreamFault:
+def _fault(message: str) -> _StreamFault:
     """A chunk that says the reply is unusable: not retried, even before any piece."""
-    return StreamFault(Failure(ModelResponseError, message))
+    return _StreamFault(Failure(ModelResponseError, message))
 
 
 class _ChunkReader:

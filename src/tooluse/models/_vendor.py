@@ -28,7 +28,7 @@ from .._messages import ToolCall, Usage
 from ._base import Delta, DeltaSink, Model, ModelRequest, ModelResponse, own_names, wire_names
 from ._retry import Failure, RetryPolicy, resolve_key, timed_out, with_retries
 
-__all__ = ["StreamFault", "StreamReader", "VendorModel"]
+__all__ = ["StreamReader", "VendorModel", "_StreamFault"]
 
 
 class Client(Protocol):
@@ -59,7 +59,7 @@ class StreamReader(Protocol):
         ...
 
 
-class StreamFault(Exception):
+class _StreamFault(Exception):
     """A stream that went wrong in a way its backend has judged.
 
     `failure` is what it amounts to while nothing was passed on yet; `reason`
@@ -162,7 +162,7 @@ class VendorModel(Model, Generic[ClientT]):
         names = self._start(request)
         params = self._params(request, names)
         ours = {wire: name for name, wire in names.items()}
-        breaks = (_http.TimeoutException, _http.TransportError, StreamFault, self._sdk_error)
+        breaks = (_http.TimeoutException, _http.TransportError, _StreamFault, self._sdk_error)
         passed = 0
 
         def pass_on(delta: Delta) -> None:
@@ -180,7 +180,7 @@ class VendorModel(Model, Generic[ClientT]):
                 if not passed:
                     raise
                 broke = self._stream_failure(exc)[1]
-                raise StreamFault(
+                raise _StreamFault(
                     Failure(
                         ModelResponseError,
                         f"the stream from {self.base_url} broke {reading.where()}: {broke}; "
@@ -242,7 +242,7 @@ class VendorModel(Model, Generic[ClientT]):
     def _stream_failure(self, exc: Exception) -> tuple[Failure, str]:
         """What `exc`, raised while a stream was read, amounts to: the failure while
         nothing was passed on, and in a few words what broke, for when something was."""
-        if isinstance(exc, StreamFault):
+        if isinstance(exc, _StreamFault):
             return exc.failure, exc.reason
         if isinstance(exc, _http.TimeoutException):
             return (
@@ -283,7 +283,7 @@ class VendorModel(Model, Generic[ClientT]):
         """Open a stream for `params` and yield its events as they arrive.
 
         A break the backend recognizes in its wire format (an error event, an
-        event that is not JSON) is raised as `StreamFault`; the transport's own
+        event that is not JSON) is raised as `_StreamFault`; the transport's own
         exceptions and the SDK's are left to the base.
         """
 

@@ -250,7 +250,7 @@ class BfclMultiTurnTask(Task):
         expected = [call for turn in self._truth(setup) for call in turn]
         made = [Call(c.name, c.arguments) for run in runs for c in run.calls]
         metrics = call_metrics(expected, made)
-        score = Score.of(metrics, correct=False)
+        score = metrics.score(correct=False)
         unfinished = len(runs) < len(self.answer) or any(
             run.status in ("cancelled", "error", "max_rounds", "cycle") for run in runs
         )

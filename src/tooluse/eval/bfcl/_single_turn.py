@@ -432,7 +432,7 @@ class BfclTask(Task):
         detail = None
         if not verdict.passed:
             detail = f"{verdict.error_type}: {' '.join(verdict.errors)}"[:500]
-        return Score.of(metrics, correct=verdict.passed, detail=detail)
+        return metrics.score(correct=verdict.passed, detail=detail)
 
     def _field_score(self, expected: Call, made: Call) -> tuple[int, int]:
         """Fields right and compared, each judged by `check_ast` on that field alone."""
