@@ -281,7 +281,8 @@ async def test_a_deferred_call_pauses_the_run_and_resuming_runs_only_what_waited
     assert [c.id for c in paused.calls] == ["a", "s"]
     assert [c.id for c in state.calls] == ["a"]  # what ran is recorded
     assert not any(m.role == "tool" for m in state.messages)  # the turn is not answered yet
-    assert [e["event"] for e in events][-1] == "approval_needed"
+    # The trace says what waits for approval, then that the run paused there.
+    assert [e["event"] for e in events][-2:] == ["approval_needed", "paused"]
 
     resumed = agent_flow(state, "add then shout", prepared, convention, LoopConfig(), paused=paused)
     effect = next(resumed)
