@@ -5,7 +5,7 @@ TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
 # The demo agent's own instructions, as any agent built on these tools would have.
 SYSTEM ?= You are a helpful assistant. Call a tool only for a fact you do not have yet, and use the calculator for arithmetic. Once the tool results give you what you need, reply to the user in plain text and answer every part of the question.
 
-.PHONY: setup demo test test-fast check lint typecheck fmt pytest bench docs
+.PHONY: setup demo test test-fast check lint typecheck fmt pytest bench docs docs-serve
 
 setup:
 	@./scripts/setup.sh
@@ -38,8 +38,14 @@ fmt:
 pytest:
 	$(BIN)/pytest -q
 
+# The CLI reference is generated from the CLI's own help; the site (docs/, the
+# API reference from the docstrings) is built into site/, every warning an error.
 docs:
 	$(BIN)/python scripts/gen_cli_docs.py > docs/cli.md
+	$(BIN)/python -m mkdocs build --strict --site-dir site
+
+docs-serve:
+	$(BIN)/python -m mkdocs serve --dev-addr 127.0.0.1:8000
 
 bench:
 	$(BIN)/python bench/loop_overhead.py

