@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooluse.eval.bfcl._single_turn import _chosen_value, _first_option, language_of
-from tooluse.eval.bfcl._values import _java_literal, _js_literal
+from tooluse.eval.bfcl._values import _js_literal
+from tooluse.eval.bfcl._values import _literal as _java_literal
 
 from ._official import Entry
 
