@@ -102,7 +102,7 @@ def index_page(catalog: Catalog, links: Links, watch: str | None = None) -> str:
             h(
                 "tr",
                 h("td", h("a", run.id, href=links.run(run.id), class_="run-link")),
-                h("td", _clip(str(run.start.get("task", "")), 120)),
+                h("td", _task(run)),
                 h("td", str(run.start.get("model", ""))),
                 h("td", str(run.start.get("convention", ""))),
                 h("td", run.status, class_=f"status-{run.status}"),
@@ -159,6 +159,12 @@ def index_page(catalog: Catalog, links: Links, watch: str | None = None) -> str:
 
 
 # -- one run ---------------------------------------------------------------------------
+
+
+def _task(run: Run) -> Child:
+    if run.served:
+        return h("span", "calls served by tooluse mcp serve", class_="muted")
+    return _clip(str(run.start.get("task", "")), 120)
 
 
 def _clip(text: str, limit: int = CLIP) -> str:
@@ -252,6 +258,43 @@ class _Render:
                 )
             case ev.ApprovalNeeded() as e:
                 return self._approval_needed(e, n)
+            case ev.Paused(round=r):
+                return _box("paused", f" in round {r}, for the calls above", line=n)
+            case ev.ApprovalDecided(decisions=decisions):
+                decided = ", ".join(decisions) or "no call"
+                return _box(
+                    "approval decided", f" for {decided}", class_="approval_decided", line=n
+                )
+            case ev.Resumed(round=r):
+                return _box("resumed", f" in round {r}", line=n)
+            case ev.ScopeFixed() as e:
+                return self._scope(e, n)
+            case ev.PlanEnd() as e:
+                return self._plan(e, n)
+            case ev.ContextCompress() as e:
+                ids = ", ".join(e.ids) or "nothing"
+                title = f" by the {e.by or '?'}: replaced {ids} by a summary"
+                return _box("context compress", title, class_="offload", line=n)
+            # What streams give and a trace usually leaves out: shown if a sink wrote them.
+            case ev.ModelDelta() as e:
+                return _box(
+                    "text",
+                    f" round {e.round}",
+                    _block(e.text, self.links, self.run, n),
+                    class_="delta",
+                    line=n,
+                )
+            case ev.RoundEnd(round=r):
+                return _box("round end", f" round {r}", class_="round_end", line=n)
+            case ev.CallStart() as e:
+                title = f" {e.name} ({e.id or 'no id yet'}) · round {e.round}"
+                return _box("call start", title, class_="call_start", line=n)
+            case ev.ScriptStart() as e:
+                code = _block(e.code, self.links, self.run, n, "code")
+                return _box("script start", f" {e.id} · round {e.round}", code, line=n)
+            case ev.ScriptOutput() as e:
+                out = _block(e.line, self.links, self.run, n)
+                return _box("script output", f" {e.id}", out, class_="script_output", line=n)
             case _:
                 return _box(
                     str(event.get("event", "?")),
@@ -410,6 +453,31 @@ class _Render:
         )
         return _box("end", title, *body, class_="run_end", line=n)
 
+    def _scope(self, e: ev.ScopeFixed, n: int) -> Raw:
+        tools = ", ".join(e.tools) or "none"
+        body: list[Child] = []
+        if e.problem:
+            body.append(h("div", e.problem, class_="message"))
+        return _box("scope", f" named by the {e.by or '?'}: {tools}", *body, class_="scope", line=n)
+
+    def _plan(self, e: ev.PlanEnd, n: int) -> Raw:
+        steps = [
+            h(
+                "li",
+                f"line {step.line}: {step.name} · {step.status}",
+                f" · {step.error}" if step.error else "",
+            )
+            for step in e.steps
+        ]
+        return _box(
+            "plan",
+            f" {e.id} · round {e.round} · {'ok' if e.ok else 'failed'}",
+            _block(e.code, self.links, self.run, n, "code"),
+            h("ol", *steps),
+            _block(e.content, self.links, self.run, n),
+            line=n,
+        )
+
     def _approval_needed(self, e: ev.ApprovalNeeded, n: int) -> Raw:
         tools = ", ".join(p.tool for p in e.pending)
         return _box(
@@ -488,7 +556,12 @@ def run_page(run: Run, links: Links, page: int, live: str | None) -> str:
     return layout(
         links,
         f"run {run.id}",
-        h("h2", _clip(str(run.start.get("task", run.id)), 200)),
+        h(
+            "h2",
+            "Calls served by tooluse mcp serve"
+            if run.served
+            else _clip(str(run.start.get("task", run.id)), 200),
+        ),
         summary,
         pager,
         events,

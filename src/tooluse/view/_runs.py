@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..events import (
+    ApprovalDecided,
     CallEnd,
     CallRejected,
     Event,
     ModelReply,
     ModelRequest,
+    Resumed,
     RunEnd,
     RunStart,
     event_from_dict,
@@ -94,6 +96,11 @@ def _count(value: Any) -> int:
     return int(number) if number is not None else 0
 
 
+def _served(event: Event | Corrupt) -> bool:
+    """A call answered by `tooluse mcp serve`, whose trace holds only such calls."""
+    return isinstance(event, CallEnd | CallRejected) and event.record.source == "mcp"
+
+
 def _kept(value: Any) -> str:
     text = value if isinstance(value, str) else str(value)
     return text[:_START_KEPT]
@@ -121,6 +128,8 @@ class Run:
     last_t: float | None = None
     round: int = 0
     """The highest round a model request was made in."""
+    served: bool = False
+    """Its events are the calls a `tooluse mcp serve` answered: no run_start, no end."""
     # Offset and line number of event k * PAGE_EVENTS, for every page k.
     _offsets: array[int] = field(default_factory=lambda: array("q"))
     _numbers: array[int] = field(default_factory=lambda: array("q"))
@@ -164,6 +173,8 @@ class Run:
 
     @property
     def status(self) -> str:
+        if self.served:
+            return "served"  # a server's calls: it has no end to wait for
         if self.end is not None:
             return str(self.end.get("status", "?"))
         last = self.index == len(self.file.runs) - 1
@@ -267,6 +278,8 @@ class TraceFile:
     """The unfinished line was a whole JSON object and counted as an event; the next
     bytes up to a newline end it and are no event of their own."""
     _checked: bytes = b""
+    _start: tuple[Line, Event | Corrupt, int] | None = None
+    """The line, event and offset of the last run's first event."""
 
     @property
     def unfinished(self) -> int:
@@ -306,6 +319,7 @@ class TraceFile:
         self._pending = bytearray()
         self._joined = False
         self._checked = b""
+        self._start = None
 
     def _take(self, chunk: bytes) -> None:
         """Count the lines `chunk` completes; keep the unfinished rest."""
@@ -349,6 +363,36 @@ class TraceFile:
         if line is None:
             return
         event = line.typed()  # read once: the run's summary is built from it too
-        if isinstance(event, RunStart) or not self.runs:
-            self.runs.append(Run(f"{self.id}-{len(self.runs)}", self, len(self.runs)))
+        served = _served(event)
+        if isinstance(event, RunStart) or not self.runs or (served and not self.runs[-1].served):
+            run = Run(f"{self.id}-{len(self.runs)}", self, len(self.runs), served=served)
+            self.runs.append(run)
+            self._start = (line, event, offset)
+        elif self._resumes(event):
+            self._join()
         self.runs[-1]._add(line, event, offset)
+
+    def _resumes(self, event: Event | Corrupt) -> bool:
+        """`event` is the first after the run_start of a resume, and the run before it
+        paused: a run stopped for approval and resumed goes on in the same row (an agent
+        writes a run_start for each resume; `tooluse run --approve ask` resumes at once)."""
+        if not isinstance(event, ApprovalDecided | Resumed) or len(self.runs) < 2:
+            return False
+        resume, paused = self.runs[-1], self.runs[-2]
+        return (
+            resume.count == 1
+            and self._start is not None
+            and isinstance(self._start[1], RunStart)
+            and paused.end is not None
+            and paused.end.get("status") == "needs_approval"
+            and paused.start.get("task") == _kept(self._start[1].task)
+        )
+
+    def _join(self) -> None:
+        """Move the resume's run_start into the paused run before it, which goes on."""
+        assert self._start is not None
+        line, start, offset = self._start
+        self.runs.pop()
+        paused = self.runs[-1]
+        paused.end = None
+        paused._add(line, start, offset)
