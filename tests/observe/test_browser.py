@@ -232,3 +232,36 @@ def test_a_bench_table_sorts_by_a_clicked_column(tmp_path: Path, browser: Any, s
         assert column("accuracy") == up[::-1]
         assert column("category")[0] == "multiple"  # 100%, first when sorted down
         browser.save_screenshot(str(shots / "view_bench.png"))
+
+
+def test_the_run_table_fits_a_1280_px_window_with_long_tasks(
+    browser: Any, tmp_path: Path, shots: Path
+) -> None:
+    from tooluse import Agent
+    from tooluse.models import ScriptedModel
+
+    tasks = [
+        "Compare the weather in Paris, Tokyo, Buenos Aires, Reykjavik, Nairobi and Wellington "
+        "over the next ten days and write a long report about which city to visit " * 3,
+        "Fetch https://example.org/" + "a-very-long-path-segment-without-any-spaces-" * 8,
+        "x" * 400,
+    ]
+    for i, task in enumerate(tasks):
+        trace = tmp_path / f"a-rather-long-trace-file-name-for-run-number-{i}.jsonl"
+        Agent(ScriptedModel([{"content": "ok"}]), trace=trace).run(task)
+    size = browser.get_window_size()
+    browser.set_window_size(1280, 800)
+    try:
+        with Server([tmp_path]) as server:
+            browser.get(server.url + "/")
+            wait(browser).until(
+                expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "table.runs"))
+            )
+            assert len(browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")) == 3
+            browser.save_screenshot(str(shots / "view_runs_1280.png"))
+            inner, scroll = browser.execute_script(
+                "return [window.innerWidth, document.scrollingElement.scrollWidth]"
+            )
+            assert inner <= 1280 and scroll <= inner, (scroll, inner)
+    finally:
+        browser.set_window_size(size["width"], size["height"])

@@ -68,6 +68,8 @@ table { border-collapse: collapse; background: #fff; margin: 8px 0; }
 th, td { border: 1px solid #d5d9de; padding: 3px 8px; vertical-align: top; }
 th { background: #eef0f3; }
 table.sortable th { cursor: pointer; }
+table.runs { width: 100%; }
+table.runs td { overflow-wrap: anywhere; }  /* a long task or name wraps: no sideways scroll */
 pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; background: #f2f4f6;
       padding: 6px; border-radius: 4px; max-height: 480px; overflow: auto; }
 .event { background: #fff; border: 1px solid #d5d9de; border-left: 4px solid #8a94a0;
@@ -85,6 +87,7 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; background: 
 .run_end { border-left-color: #1d232a; }
 .status-completed { color: #2f7d32; } .status-error, .status-cycle { color: #b3261e; }
 .status-running { color: #3b6fd8; }
+.status-served, .status-needs_approval { color: #69727d; }
 .muted { color: #69727d; }
 .clipped { color: #b3261e; }
 .pager a, .pager span { margin-right: 8px; }
