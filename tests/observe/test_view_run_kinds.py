@@ -126,8 +126,25 @@ def test_a_run_resumed_after_another_run_stays_its_own_row(ask: Path, tmp_path: 
         "".join(lines[: first_end + 1]) + other.read_text() + "".join(lines[first_end + 1 :])
     )
     index = client(mixed).get("/").text
-    statuses = [re.search(r'class="status-([a-z_]+)"', row).group(1) for row in rows(index)]  # type: ignore[union-attr]
-    assert statuses == ["needs_approval", "completed", "completed"]
+    statuses = [re.findall(r'class="status-([a-z_]+)"', row) for row in rows(index)]
+    assert statuses == [["needs_approval"], ["completed"], ["completed"]]
+
+
+def test_a_resume_read_in_two_polls_joins_its_pause(ask: Path, tmp_path: Path) -> None:
+    """The file grows between the resume's run_start and its decision: one row still."""
+    lines = ask.read_text().splitlines(keepends=True)
+    second_start = [i for i, line in enumerate(lines) if '"run_start"' in line][1]
+    growing = tmp_path / "growing.jsonl"
+    growing.write_text("".join(lines[: second_start + 1]))
+    c = client(growing)
+    assert len(run_ids(c.get("/").text)) == 2  # the resume, until its decision is read
+    with growing.open("a") as handle:
+        handle.write("".join(lines[second_start + 1 :]))
+    index = c.get("/").text
+    [row] = rows(index)
+    assert "completed" in row
+    [run_id] = run_ids(index)
+    assert c.get(f"/run/{run_id}").text.count('class="event run_start"') == 3
 
 
 def samples(ask: Path, tmp_path: Path) -> list[dict[str, object]]:
