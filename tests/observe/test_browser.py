@@ -263,5 +263,12 @@ def test_the_run_table_fits_a_1280_px_window_with_long_tasks(
                 "return [window.innerWidth, document.scrollingElement.scrollWidth]"
             )
             assert inner <= 1280 and scroll <= inner, (scroll, inner)
+            # Only the long texts wrap: a status stays one word on one line.
+            lines = browser.execute_script(
+                "return [...document.querySelectorAll('table.runs td[class^=status-]')]"
+                ".map(td => { const r = document.createRange(); r.selectNodeContents(td);"
+                " return r.getClientRects().length; })"
+            )
+            assert lines == [1, 1, 1], lines
     finally:
         browser.set_window_size(size["width"], size["height"])

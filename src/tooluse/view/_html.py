@@ -69,7 +69,9 @@ th, td { border: 1px solid #d5d9de; padding: 3px 8px; vertical-align: top; }
 th { background: #eef0f3; }
 table.sortable th { cursor: pointer; }
 table.runs { width: 100%; }
-table.runs td { overflow-wrap: anywhere; }  /* a long task or name wraps: no sideways scroll */
+/* A long task, id, model or file name wraps anywhere (no sideways scroll); other cells
+   keep their words whole. */
+table.runs td.wrap { overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; background: #f2f4f6;
       padding: 6px; border-radius: 4px; max-height: 480px; overflow: auto; }
 .event { background: #fff; border: 1px solid #d5d9de; border-left: 4px solid #8a94a0;

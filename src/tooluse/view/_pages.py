@@ -101,9 +101,9 @@ def index_page(catalog: Catalog, links: Links, watch: str | None = None) -> str:
         rows = [
             h(
                 "tr",
-                h("td", h("a", run.id, href=links.run(run.id), class_="run-link")),
-                h("td", _task(run)),
-                h("td", str(run.start.get("model", ""))),
+                h("td", h("a", run.id, href=links.run(run.id), class_="run-link"), class_="wrap"),
+                h("td", _task(run), class_="wrap"),
+                h("td", str(run.start.get("model", "")), class_="wrap"),
                 h("td", str(run.start.get("convention", ""))),
                 h("td", run.status, class_=f"status-{run.status}"),
                 h("td", run.rounds),
@@ -113,7 +113,7 @@ def index_page(catalog: Catalog, links: Links, watch: str | None = None) -> str:
                 h("td", f"{run.tokens[1]:,}"),
                 h("td", _secs(run.duration_s)),
                 h("td", _when(run.started)),
-                h("td", run.file.path.name, class_="muted"),
+                h("td", run.file.path.name, class_="muted wrap"),
             )
             for run in runs
         ]
