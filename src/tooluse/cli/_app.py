@@ -308,7 +308,10 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
             f" / {usage.output_tokens:,} out tokens ({usage.source})"
         )
         if result.answer is not None:
-            out.print(Panel(escape(result.answer), title="answer"))
+            # On a terminal the streamed answer is on screen already; for a file or a pipe,
+            # the answer is the output.
+            if not (out.is_terminal and live is not None and live.streamed(result.answer)):
+                out.print(Panel(escape(result.answer), title="answer"))
             for repeated in result.untrusted_in_answer:
                 err.print(
                     f"[yellow]the answer repeats {escape(repr(repeated.value))}, which only "
