@@ -197,3 +197,20 @@ def test_answer_is_still_written_to_stdout_when_piped(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert ANSWER in proc.stdout  # for a file or a pipe, the answer is the output
     assert proc.stderr.count(SCRIPT_LINE) == 1, proc.stderr
+
+
+BORDERS = str.maketrans("", "", "│╭╮╰╯─")
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("args", [["run"], ["bench", "bfcl"], ["tools", "show"], []])
+def test_help_descriptions_have_room_to_read(tmp_path: Path, width: int, args: list[str]) -> None:
+    screen = on_screen([str(TOOLUSE), *args, "--help"], cwd=tmp_path, width=width)
+    lines = [line.translate(BORDERS).rstrip() for line in screen.splitlines()]
+    assert any("--help" in line for line in lines), screen
+    for line in lines:
+        if not line.strip():
+            continue
+        # A line starting far right is a description wrapped into a narrow column.
+        start = len(line) - len(line.lstrip())
+        assert width - start >= 40, f"a column of {width - start} characters:\n{screen}"

@@ -37,6 +37,7 @@ from ..events import (
 from ..models._spec import DEFAULT_LOCAL_TEXT, resolve_model
 from ..run._trace import EventSink
 from ._bench import bench_app
+from ._help import plain_help
 from ._inputs import gather_tools, open_trace
 from ._lint import lint_command
 from ._live import LiveView
@@ -369,6 +370,7 @@ def main() -> None:
     """
     command = typer.main.get_command(app)
     _hide_flag_types(command)
+    plain_help(command)
     try:
         command()
     except ToolUseError as exc:
