@@ -7,6 +7,7 @@ the description column stays wide; otherwise each description sits under its opt
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,7 +16,6 @@ import typer
 # typer formats help with the click it carries, not the click package: the formatter
 # must be that one's.
 from typer._click.formatting import HelpFormatter as _BaseFormatter
-from typer._click.formatting import wrap_text
 
 __all__ = ["plain_help"]
 
@@ -23,6 +23,22 @@ __all__ = ["plain_help"]
 MIN_DESCRIPTION = 44
 #: How far a description under its term is indented past the term.
 UNDER_INDENT = 4
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    # Never at a hyphen nor inside a word: values such as local-unconstrained or a URL
+    # stay whole, to be copied as written.
+    lines: list[str] = []
+    for paragraph in text.split("\n\n"):
+        if lines:
+            lines.append("")
+        lines += textwrap.wrap(
+            " ".join(paragraph.split()),
+            width,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+    return lines
 
 
 class HelpFormatter(_BaseFormatter):
@@ -33,13 +49,19 @@ class HelpFormatter(_BaseFormatter):
         first_col = max((len(term) for term, _ in rows), default=0)
         beside = self.width - self.current_indent - first_col - col_spacing
         if first_col <= col_max and beside >= MIN_DESCRIPTION:
-            super().write_dl(rows, col_max, col_spacing)
+            under = " " * (self.current_indent + first_col + col_spacing)
+            for term, text in rows:
+                lines = _wrap(text, beside) or [""]
+                head = f"{'':>{self.current_indent}}{term:<{first_col + col_spacing}}"
+                self.write(f"{head}{lines[0]}".rstrip() + "\n")
+                for line in lines[1:]:
+                    self.write(f"{under}{line}\n" if line else "\n")
             return
         indent = " " * (self.current_indent + UNDER_INDENT)
         width = max(self.width - self.current_indent - UNDER_INDENT, MIN_DESCRIPTION)
         for term, text in rows:
             self.write(f"{'':>{self.current_indent}}{term}\n")
-            for line in wrap_text(text, width, preserve_paragraphs=True).splitlines():
+            for line in _wrap(text, width):
                 self.write(f"{indent}{line}\n" if line else "\n")
 
 
