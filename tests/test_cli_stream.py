@@ -214,6 +214,8 @@ def test_help_descriptions_have_room_to_read(tmp_path: Path, width: int, args: l
             continue
         # A word broken at its hyphen (local-unconstrained) cannot be copied as written.
         assert not re.search(r"\w-$", line), f"a word broken at a hyphen:\n{screen}"
+        # A command's description is given whole, not cut short.
+        assert not re.search(r"\w\.\.\.$", line), f"a description cut short:\n{screen}"
         # A line starting far right is a description wrapped into a narrow column.
         start = len(line) - len(line.lstrip())
         assert width - start >= 40, f"a column of {width - start} characters:\n{screen}"

@@ -73,5 +73,9 @@ def plain_help(command: Any) -> None:
     """Give `command` and its subcommands this help instead of typer's rich tables."""
     command.rich_markup_mode = None
     command.context_class = HelpContext
+    if command.help and not command.short_help:
+        # Listed under its group, a command's first paragraph is given whole (click
+        # would cut it to the room left on one line), wrapped like any description.
+        command.short_help = " ".join(command.help.strip().split("\n\n")[0].split())
     for sub in getattr(command, "commands", {}).values():
         plain_help(sub)
