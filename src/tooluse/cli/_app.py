@@ -37,6 +37,7 @@ from ..events import (
 from ..models._spec import DEFAULT_LOCAL_TEXT, resolve_model
 from ..run._trace import EventSink
 from ._bench import bench_app
+from ._help import plain_help
 from ._inputs import gather_tools, open_trace
 from ._lint import lint_command
 from ._live import LiveView
@@ -308,7 +309,10 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
             f" / {usage.output_tokens:,} out tokens ({usage.source})"
         )
         if result.answer is not None:
-            out.print(Panel(escape(result.answer), title="answer"))
+            # On a terminal the streamed answer is on screen already; for a file or a pipe,
+            # the answer is the output.
+            if not (out.is_terminal and live is not None and live.streamed(result.answer)):
+                out.print(Panel(escape(result.answer), title="answer"))
             for repeated in result.untrusted_in_answer:
                 err.print(
                     f"[yellow]the answer repeats {escape(repr(repeated.value))}, which only "
@@ -366,6 +370,7 @@ def main() -> None:
     """
     command = typer.main.get_command(app)
     _hide_flag_types(command)
+    plain_help(command)
     try:
         command()
     except ToolUseError as exc:

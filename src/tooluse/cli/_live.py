@@ -34,7 +34,9 @@ class LiveView:
     starts and ends, a script's code and then its output line by line.
 
     Ended calls are drawn by `render_record` (given the call's `CallEnd` or
-    `CallRejected`), so they look as they do without streaming.
+    `CallRejected`), so they look as they do without streaming. Each thing is drawn
+    once: a script the model wrote in its streamed text is not drawn again when it
+    starts, and `streamed` tells whether a text (the answer) is already on screen.
     """
 
     def __init__(self, console: Console, render_record: Callable[[Event], None]) -> None:
@@ -42,6 +44,8 @@ class LiveView:
         self.render_record = render_record
         self._in_text = False
         self._shown: set[str] = set()
+        # The model's text as streamed, by round: what is already on screen.
+        self._text: dict[int, str] = {}
         #: Whether a streamed run is being drawn.
         self.streaming = False
 
@@ -76,6 +80,7 @@ class LiveView:
     def show(self, event: StreamEvent) -> None:
         if isinstance(event, TextEvent):
             self.console.print(event.text, end="", style="dim", markup=False, highlight=False)
+            self._text[event.round] = self._text.get(event.round, "") + event.text
             self._in_text = True
             return
         self._end_text()
@@ -85,7 +90,10 @@ class LiveView:
             self._shown.add(event.record.id)
             self.render_record(_ended(event.record))
         elif isinstance(event, ScriptStartEvent):
-            self.console.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
+            if _holds(self._text.get(event.round, ""), event.code):
+                self.console.print(f"[cyan]… {escape(event.id)}[/]")
+            else:  # the script came some other way than the streamed text (a call's arguments)
+                self.console.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
         elif isinstance(event, ScriptOutputEvent):
             self.console.print(f"[dim]│[/] {escape(event.line)}", highlight=False)
         elif isinstance(event, ScriptEndEvent) and event.record is not None:
@@ -101,10 +109,26 @@ class LiveView:
             names = ", ".join(sorted({r.tool for r in event.requests}))
             self.console.print(f"[yellow]⏸ waiting for approval[/]: {escape(names)}")
 
+    def streamed(self, text: str) -> bool:
+        """Whether `text` is on screen already, as the streamed text of the latest round."""
+        if not self._text or not text.strip():
+            return False
+        return _holds(self._text[max(self._text)], text)
+
     def _end_text(self) -> None:
         if self._in_text:
             self.console.print()
             self._in_text = False
+
+
+def _holds(shown: str, text: str) -> bool:
+    """Whether `shown` holds `text` line by line, leading and trailing blanks aside (a
+    script taken from a fenced block in the text may have been dedented or trimmed)."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    seen = [line.strip() for line in shown.splitlines()]
+    return bool(lines) and any(
+        seen[i : i + len(lines)] == lines for i in range(len(seen) - len(lines) + 1)
+    )
 
 
 def _ended(record: CallRecord | RejectedCall) -> CallEnd | CallRejected:
