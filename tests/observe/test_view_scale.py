@@ -119,7 +119,7 @@ def viewer(folder: Path) -> Iterator[tuple[subprocess.Popen[str], httpx.Client]]
 def run_id_of(http: httpx.Client, task: str) -> str:
     index = http.get("/").text
     found = re.search(
-        rf'href="/run/([0-9a-f]+-\d+)" class="run-link">[^<]*</a></td><td>{task}<', index
+        rf'href="/run/([0-9a-f]+-\d+)" class="run-link">[^<]*</a></td><td[^>]*>{task}<', index
     )
     assert found is not None, index[-2000:]
     return found.group(1)
