@@ -25,7 +25,7 @@ from ._extras import need
 if TYPE_CHECKING:
     from ..mcp import MCPClient
 
-__all__ = ["gather_tools", "load_toolbox", "open_servers", "open_trace"]
+__all__ = ["gather_tools", "load_attribute", "load_toolbox", "open_servers", "open_trace"]
 
 err = Console(stderr=True)
 
@@ -36,6 +36,18 @@ def load_toolbox(target: str, *, given_as: str = "--tools") -> Toolbox:
     `given_as` is how the command takes it (``--tools``, or an argument such as
     ``TARGET``), so that an error names what the user typed.
     """
+    value = load_attribute(target, given_as=given_as)
+    if isinstance(value, Toolbox):
+        return value
+    if isinstance(value, Tool) or callable(value):
+        return Toolbox([value])
+    if isinstance(value, list | tuple):
+        return Toolbox(value)
+    raise UsageError(f"{target} is a {type(value).__name__}, not a toolbox, tool or list of tools")
+
+
+def load_attribute(target: str, *, given_as: str) -> Any:
+    """What ``MODULE:ATTR`` names, imported from the working directory or the path."""
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise UsageError(
@@ -52,16 +64,9 @@ def load_toolbox(target: str, *, given_as: str = "--tools") -> Toolbox:
         # raises is a mistake in the toolbox named, not a failure of tooluse.
         raise UsageError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
     try:
-        value: Any = getattr(module, attr)
+        return getattr(module, attr)
     except AttributeError:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if isinstance(value, Toolbox):
-        return value
-    if isinstance(value, Tool) or callable(value):
-        return Toolbox([value])
-    if isinstance(value, list | tuple):
-        return Toolbox(value)
-    raise UsageError(f"{target} is a {type(value).__name__}, not a toolbox, tool or list of tools")
 
 
 class _WarningLine(logging.Handler):

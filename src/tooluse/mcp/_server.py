@@ -53,8 +53,10 @@ from starlette.applications import Starlette
 from .._exceptions import UsageError
 from .._records import CallRecord, Outcome, RejectedCall, render_result
 from ..dispatch._dispatch import Dispatcher
+from ..policy._approval import ApprovalPolicy, ApprovalRequest, Gate, PolicyFunction, as_policy
 from ..run._trace import EventSink
 from ..tools import Tool, Toolbox, lean_schema
+from ._asking import ClientAsking
 from ._content import returns_content
 
 __all__ = ["MCPRequest", "ToolServer", "current_request", "parse_address", "serve"]
@@ -120,6 +122,12 @@ class ToolServer:
         dispatcher: runs the calls; by default one over ``tools`` with its defaults.
         on_event: receives a ``call`` or ``rejected`` event for every call, shaped
             as in an agent's trace.
+        approval: asked before each call to a tool with side effects, as an
+            agent's is (a policy, a function, or ``"provenance"``). A call it
+            defers is put to the calling client's user (see `ClientAsking`);
+            a denied call is an error result. Each call is decided alone: the
+            calls come from clients, not from one run.
+        ask_timeout: seconds the client's user has to answer; then the call is denied.
     """
 
     def __init__(
@@ -129,10 +137,19 @@ class ToolServer:
         name: str = "tooluse",
         dispatcher: Dispatcher | None = None,
         on_event: EventSink | None = None,
+        approval: ApprovalPolicy | PolicyFunction | str | None = None,
+        ask_timeout: float = 300.0,
     ) -> None:
         self.tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
-        self.dispatcher = dispatcher if dispatcher is not None else Dispatcher(self.tools)
+        policy = as_policy(approval)
+        if policy is not None and dispatcher is not None:
+            raise UsageError("give approval= or a dispatcher with its own gate, not both")
+        if dispatcher is None:
+            gate = Gate(policy, task="", remembers=False) if policy is not None else None
+            dispatcher = Dispatcher(self.tools, gate=gate)
+        self.dispatcher = dispatcher
         self.on_event = on_event
+        self.asking = ClientAsking(ask_timeout)
         self._content = {t.name for t in self.tools if returns_content(t.function)}
         self._outputs = {
             t.name: None if t.name in self._content else _output_schema(t) for t in self.tools
@@ -234,6 +251,7 @@ class ToolServer:
             description=tool.description or None,
             input_schema=lean_schema(tool.parameters, inline=False),
             output_schema=self._outputs[tool.name],
+            annotations=annotations_of(tool),
         )
 
     async def _list_tools(
@@ -249,16 +267,22 @@ class ToolServer:
 
     async def _call_tool(
         self, context: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         token = _current.set(MCPRequest(context, self))
+        call_id = f"mcp-{next(self._ids)}"
         try:
+            outcome: Outcome | ApprovalRequest | types.InputRequiredResult
             outcome = await self.dispatcher.call(
-                params.name, params.arguments or {}, call_id=f"mcp-{next(self._ids)}", source="mcp"
+                params.name, params.arguments or {}, call_id=call_id, source="mcp"
             )
+            if isinstance(outcome, ApprovalRequest):
+                outcome = await self._asked(context, params, outcome, call_id)
         finally:
             _current.reset(token)
+        if isinstance(outcome, types.InputRequiredResult):
+            return outcome
         if not isinstance(outcome, CallRecord | RejectedCall):
-            # A dispatcher with an approval policy that defers: nobody here can decide.
+            # The policy deferred again, after the user's decision was granted.
             return types.CallToolResult(
                 content=[types.TextContent(text=f"{params.name} waits for an approval")],
                 is_error=True,
@@ -267,6 +291,26 @@ class ToolServer:
             kind = "call" if isinstance(outcome, CallRecord) else "rejected"
             self.on_event({"event": kind, **outcome.to_dict()})
         return self._result(outcome)
+
+    async def _asked(
+        self,
+        context: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        request: ApprovalRequest,
+        call_id: str,
+    ) -> Outcome | ApprovalRequest | types.InputRequiredResult:
+        """A deferred call, decided by the client's user and then run or refused."""
+        decision = await self.asking.decide(context, params, request)
+        if isinstance(decision, types.InputRequiredResult):
+            return decision
+        gate = self.dispatcher.gate
+        assert gate is not None  # only a gate defers
+        # Granted for this call's tool and arguments, once: the dispatcher runs the
+        # call or records its refusal as it would any decision.
+        gate.grant(request.key, decision)
+        return await self.dispatcher.call(
+            params.name, params.arguments or {}, call_id=call_id, source="mcp"
+        )
 
     def _result(self, outcome: Outcome) -> types.CallToolResult:
         if not isinstance(outcome, CallRecord) or outcome.error is not None:
@@ -292,6 +336,7 @@ def serve(
     name: str = "tooluse",
     on_event: EventSink | None = None,
     ready: Callable[[str], None] | None = None,
+    approval: ApprovalPolicy | PolicyFunction | str | None = None,
 ) -> None:
     """Serve ``tools`` over MCP until the client leaves (stdio) or the process is stopped.
 
@@ -302,8 +347,9 @@ def serve(
         name: the server's name, as clients show it.
         on_event: receives every call's record, as in an agent's trace.
         ready: called with the URL once the HTTP port is taken.
+        approval: asked before calls to tools with side effects (see `ToolServer`).
     """
-    server = ToolServer(tools, name=name, on_event=on_event)
+    server = ToolServer(tools, name=name, on_event=on_event, approval=approval)
     try:
         if http is None:
             asyncio.run(server.serve_stdio())
@@ -363,6 +409,28 @@ def _connection(context: ServerRequestContext[Any]) -> str | None:
     request = context.request
     headers = getattr(request, "headers", None)
     return headers.get("mcp-session-id") if headers is not None else None
+
+
+def annotations_of(tool: Tool) -> types.ToolAnnotations:
+    """What ``tool`` declares, as MCP's hints; what `MCPClient` reads back.
+
+    ``side_effects`` decides ``readOnlyHint``; ``trust`` decides ``openWorldHint``
+    (an untrusted tool reads the open world). A tool without side effects changes
+    nothing, so it is neither destructive nor anything but idempotent. Of one with
+    side effects, nothing more is declared than that it has them: it may destroy,
+    and a repeat may cost (MCP's defaults), unless the server it came from said
+    otherwise.
+    """
+    came_with = tool.annotations
+    read_only = not tool.side_effects
+    title = came_with.get("title")
+    return types.ToolAnnotations(
+        title=title if isinstance(title, str) else None,
+        read_only_hint=read_only,
+        destructive_hint=False if read_only else came_with.get("destructiveHint", True) is True,
+        idempotent_hint=True if read_only else came_with.get("idempotentHint") is True,
+        open_world_hint=tool.trust == "untrusted",
+    )
 
 
 def _is_object(schema: Any) -> bool:

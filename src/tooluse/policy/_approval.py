@@ -388,6 +388,9 @@ class Gate:
         policy: the run's policy.
         task: the run's task (for `RunSoFar` and provenance).
         messages: returns the conversation so far.
+        remembers: False for calls that belong to no run (those an MCP server
+            answers): each is decided alone, and nothing is kept between calls,
+            neither a denial, nor the calls seen, nor the log.
     """
 
     def __init__(
@@ -397,9 +400,11 @@ class Gate:
         task: str,
         messages: Callable[[], Sequence[Message]] = tuple,
         provenance: Provenance | None = None,
+        remembers: bool = True,
     ) -> None:
         self.policy = policy
         self.task = task
+        self.remembers = remembers
         self.messages = messages
         self.provenance = provenance
         if provenance is None and policy.tracks_provenance:
@@ -419,6 +424,8 @@ class Gate:
 
     def note(self, record: CallRecord, tool: Tool) -> None:
         """A call ended (on any thread): keep it for `RunSoFar`, and its text by trust."""
+        if not self.remembers:
+            return
         with self._lock:
             self._calls.append(record)
         if self.provenance is not None:
@@ -480,11 +487,13 @@ class Gate:
             # The policy may keep its Approval: the call runs with a copy of the run's own,
             # so changing that Approval later changes neither the call nor its record.
             decision = Approval(decision.decision, decision.reason, thawed(decision.arguments))
-        if decision.decision == "deny":
+        if decision.decision == "deny" and self.remembers:
             with self._lock:
                 self._denied[request.key] = decision.reason or "denied"
         elif decision.decision == "defer" and decision.reason:
             request.reason = decision.reason
+        if not self.remembers:
+            return decision, request
         self.log.append(
             ApprovalRecord(
                 call_id,
