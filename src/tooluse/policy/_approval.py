@@ -52,9 +52,10 @@ __all__ = [
     "call_key",
 ]
 
-#: The version of the forms `ApprovalRequest.to_dict` and `ApprovalRecord.to_dict` write.
+#: The version of the form `ApprovalRecord.to_dict` writes (a record may be kept on its own,
+#: in an audit log).
 WRITTEN_VERSION = 1
-#: The versions their ``from_dict`` reads: 0 is the form of earlier releases, unversioned.
+#: The versions `ApprovalRecord.from_dict` reads: 0 is the form of earlier releases.
 READ_VERSIONS = (0, 1)
 
 Decision = Literal["allow", "deny", "defer"]
@@ -166,13 +167,17 @@ class ApprovalRequest:
             self.key = call_key(self.tool, self.arguments)
 
     def to_dict(self) -> dict[str, Any]:
-        """The written form: the fields but `run`, with ``version``."""
-        return write(self, version=WRITTEN_VERSION, exclude={"run"})
+        """The written form: the fields but `run`.
+
+        It has no version of its own: a request is written inside a result or a
+        trace event, whose version covers it.
+        """
+        return write(self, exclude={"run"})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
-        """The request `to_dict` (or an earlier release) wrote; one `UsageError` if not one."""
-        return read(cls, data, reads=READ_VERSIONS, ignore=("run",))
+        """The request `to_dict` wrote; one `UsageError` saying what is wrong if not one."""
+        return read(cls, data, ignore=("run",))
 
 
 @dataclass(frozen=True, slots=True)
