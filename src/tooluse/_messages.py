@@ -11,9 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._exceptions import UsageError
-from ._written import read, write
-
 __all__ = [
     "Message",
     "Role",
@@ -90,18 +87,20 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
-        """The message `to_dict` wrote; `UsageError` saying what is wrong with one that is not.
-
-        Its calls are in the chat-completions shape; the rest is read by the
-        class's own declaration.
-        """
-        if not isinstance(data, Mapping):
-            return read(cls, data)  # refused, saying what it is
-        try:
-            written = [{"id": c["id"], **c["function"]} for c in data.get("tool_calls") or ()]
-        except (KeyError, TypeError) as exc:
-            raise UsageError(f"a written Message cannot be read: a tool call has no {exc}") from exc
-        return read(cls, {**data, "tool_calls": written})
+        """The message `to_dict` wrote."""
+        calls = tuple(
+            ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+            for c in data.get("tool_calls") or ()
+        )
+        return cls(
+            data["role"],
+            data.get("content"),
+            calls,
+            data.get("tool_call_id"),
+            data.get("name"),
+            data.get("id", ""),
+            bool(data.get("is_error", False)),
+        )
 
 
 @dataclass(slots=True)
@@ -121,12 +120,15 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        return write(self)
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "source": self.source,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        """The usage `to_dict` wrote; `UsageError` saying what is wrong with one that is not."""
-        return read(cls, data)
+        return cls(data["input_tokens"], data["output_tokens"], data.get("source", "none"))
 
 
 def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -100,7 +100,6 @@ def test_a_result_in_an_unknown_version_is_refused_by_name() -> None:
         ("scripts", 0, {"round": "soon"}, "ScriptRecord"),
         ("scripts", 0, {"status": None}, "ScriptRecord"),
         ("untrusted_in_answer", None, {"argument": "answer"}, "Suspicious"),
-        ("messages", 0, {"role": "narrator"}, "Message"),
     ],
 )
 def test_a_result_with_a_part_that_is_not_one_gets_one_error_naming_the_part(
@@ -134,7 +133,7 @@ def test_usage_reads_back_what_it_wrote() -> None:
     assert Usage.from_dict(json.loads(json.dumps(usage.to_dict()))) == usage
 
 
-@pytest.mark.parametrize("part", ["scripts", "messages", "pending", "approvals", "calls"])
+@pytest.mark.parametrize("part", ["scripts", "pending", "approvals", "calls"])
 def test_a_part_that_is_not_a_mapping_gets_one_error(part: str) -> None:
     data = saved("run_result_v1.json")
     data[part] = ["not a mapping"]
