@@ -184,36 +184,22 @@ class ScriptRecord:
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        """The written form: its fields, the calls it replayed by their ids."""
         return {
-            "id": self.id,
-            "code": self.code,
-            "status": self.status,
-            "stdout": self.stdout,
-            "error": self.error,
-            "round": self.round,
-            "calls": self.calls,
-            "truncated": self.truncated,
-            "duration_s": self.duration_s,
-            "repairs": list(self.repairs),
+            **write(self, exclude={"replayed"}, mode="json"),
             "replayed": [c.id for c in self.replayed],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], calls: dict[str, CallRecord]) -> ScriptRecord:
-        """The record `to_dict` wrote; ``calls`` are the run's calls by id."""
-        return cls(
-            id=data["id"],
-            code=data["code"],
-            status=data["status"],
-            stdout=data["stdout"],
-            error=data.get("error"),
-            round=data.get("round", 0),
-            calls=data.get("calls", 0),
-            truncated=data.get("truncated", False),
-            duration_s=data.get("duration_s", 0.0),
-            repairs=tuple(data.get("repairs", ())),
-            replayed=tuple(calls[i] for i in data.get("replayed", ()) if i in calls),
-        )
+        """The record `to_dict` wrote; ``calls`` are the run's calls by id.
+
+        `UsageError` saying what is wrong with one that is not.
+        """
+        if not isinstance(data, Mapping):
+            return read(cls, data)  # refused, saying what it is
+        replayed = tuple(calls[i] for i in data.get("replayed", ()) if i in calls)
+        return read(cls, {**data, "replayed": replayed})
 
 
 def _as_python(call: CallRecord) -> str:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tooluse import UsageError
 from tooluse.eval import Bench, BenchConfig, BenchDataError, Row, SuiteOptions, evaluate, read_rows
 from tooluse.eval._report import aggregate, render_summary
+from tooluse.eval.agentdojo._row import AgentDojoRow
 from tooluse.eval.bfcl import bfcl_tasks
 
 # A row as the first version of the harness wrote it: no `unparsed`, no share.
@@ -81,3 +83,69 @@ def test_the_summary_names_a_failure_by_the_scorer_s_reason_and_the_run_s_ending
         "- `simple_python_3` (json, max_rounds): value_error: Invalid value for parameter "
         "'radius': 5. Expected one of [10]. — no final answer after 1 rounds"
     ) in summary
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def saved_lines(name: str) -> list[dict[str, Any]]:
+    """Rows as this release wrote them before rows carried a version (see tests/data)."""
+    return [json.loads(line) for line in (DATA / name).read_text().splitlines()]
+
+
+def test_rows_written_before_rows_had_a_version_load_and_are_not_run_again(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "results.jsonl").write_text((DATA / "eval_row_v0.jsonl").read_text())
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert [r.key for r in rows] == [
+        ("chain", "chain_2", "json", "oracle"),
+        ("chain", "chain_2", "code", "oracle"),
+    ]
+    assert rows[0].correct and rows[0].schema_valid_share == 1.0
+    assert [r.to_json() for r in rows] == [
+        {"v": 1, **line} for line in saved_lines("eval_row_v0.jsonl")
+    ]
+    config = BenchConfig("chain", out=tmp_path, options=SuiteOptions(widths=(2,)))
+    assert Bench(config).pending(Bench(config).tasks()) == []
+
+
+def test_a_row_carries_its_version(tmp_path: Path) -> None:
+    config = BenchConfig(
+        "chain", out=tmp_path, conventions=("json",), options=SuiteOptions(widths=(2,))
+    )
+    Bench(config).run()
+    (line,) = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["v"] == 1
+
+
+def test_a_row_in_an_unknown_version_is_refused_by_name_not_skipped(tmp_path: Path) -> None:
+    (first, second) = saved_lines("eval_row_v0.jsonl")
+    with pytest.raises(UsageError) as refused:
+        Row.from_json({**first, "v": 99})
+    assert "version 99" in str(refused.value) and "reads versions 0, 1" in str(refused.value)
+    # In a results file it is refused too: skipped, the entry would be run again.
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(first) + "\n" + json.dumps({**second, "v": 99}) + "\n")
+    with pytest.raises(UsageError, match="version 99"):
+        read_rows(results)
+
+
+def test_a_row_with_a_field_that_is_not_one_is_not_a_row(tmp_path: Path) -> None:
+    (first, second) = saved_lines("eval_row_v0.jsonl")
+    with pytest.raises(ValueError, match="width"):
+        Row.from_json({**first, "width": "wide"})
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(first) + "\n" + json.dumps({**second, "calls": "many"}) + "\n")
+    assert [r.key for r in read_rows(results)] == [("chain", "chain_2", "json", "oracle")]
+
+
+def test_an_agentdojo_row_written_before_rows_had_a_version_loads() -> None:
+    (line,) = saved_lines("agentdojo_row_v0.jsonl")
+    row = AgentDojoRow.from_json(line)
+    # Its `version` is AgentDojo's, the benchmark's; the row's own is `v`.
+    assert row.version == "v1.2.1" and row.denied == line["denied"]
+    assert row.to_json() == {"v": 1, **line}
+    assert AgentDojoRow.from_json(json.loads(json.dumps(row.to_json()))) == row
+    with pytest.raises(UsageError, match="version 99"):
+        AgentDojoRow.from_json({**line, "v": 99})

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import UsageError
+from .._written import VERSION, version_of
 from ..models import ModelResponse
 from ..tools import Toolbox
 from ._base import Convention, Interpretation, Prepared
@@ -57,6 +58,10 @@ __all__ = [
 
 #: How far below the most accurate convention a candidate may be.
 ACCURACY_SLACK = 0.05
+#: The version of the form `Profile.to_dict` writes (and `tooluse bench costmodel` stores).
+PROFILE_VERSION = 1
+#: The versions `Profile.from_dict` reads: 0 is the form of earlier releases, unversioned.
+READ_VERSIONS = (0, 1)
 #: The widths an unknown task is assumed to lie in.
 UNKNOWN_WIDTHS = 50
 SHAPES = ("listed", "discovered")
@@ -176,7 +181,9 @@ class Profile:
             raise UsageError(f"the cost profile cannot be used: {'; '.join(problems)}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The written form (JSON values, each line as ``[intercept, slope]``), with ``version``."""
         return {
+            VERSION: PROFILE_VERSION,
             "model": self.model,
             "lines": {
                 shape: {c: [line.intercept, line.slope] for c, line in by.items()}
@@ -194,6 +201,9 @@ class Profile:
                 "the cost profile cannot be used: it must be a JSON object with model, lines "
                 f"and accuracy, not {_kind(data)}"
             )
+        # The form is checked here rather than by pydantic, so that every problem with a
+        # profile is named at once, in the profile's own terms.
+        version_of(data, "the cost profile", READ_VERSIONS, advice="use the release that wrote it")
         lines = data.get("lines", _ABSENT)
         if isinstance(lines, Mapping):
             # What has the shape of a line becomes one; anything else is left as it is, for

@@ -1,24 +1,45 @@
 """One results row: a task run in one convention by one model, and its score.
 
-Rows are the lines of ``results.jsonl``. `Row.from_json` reads back rows written
-by any version of the harness: keys a row lacks take their defaults (rows from
-before the schema-valid share have no ``unparsed``), keys it does not know are
-ignored, and a line without the four identifying keys is not a row.
+Rows are the lines of ``results.jsonl``. A row carries the version of its
+written form under ``v`` (`ROW_VERSION`); `Row.from_json` reads back the rows of
+this version and those of earlier releases, which carried none (version 0): keys
+a row lacks take their defaults (rows from before the schema-valid share have no
+``unparsed``), keys it does not know are ignored, and a line without the four
+identifying keys, or with a field of the wrong type, is not a row. A row in any
+other version is refused by `UsageError` naming it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from .._exceptions import UsageError
+from .._written import read, version_of, write
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["Row", "RowKey", "read_results", "row_from_json", "schema_valid_share"]
+__all__ = [
+    "ROW_VERSION",
+    "Row",
+    "RowKey",
+    "read_results",
+    "row_from_json",
+    "row_to_json",
+    "schema_valid_share",
+]
+
+#: The version of the rows this release writes, under `ROW_VERSION_KEY`.
+ROW_VERSION = 1
+#: The versions it reads: 0 is a row of earlier releases, which named none.
+READ_VERSIONS = (0, 1)
+#: Where a row keeps its version: ``v``, since an AgentDojo row's ``version`` is the suite's.
+ROW_VERSION_KEY = "v"
+_ADVICE = "read it with the release that wrote it"
 
 
 class _Keyed(Protocol):
@@ -33,7 +54,8 @@ def read_results(path: Path, from_json: Callable[[dict[str, Any]], _R]) -> list[
     """The rows of a results file, the last one winning for each key.
 
     Lines that are not rows at all, such as one cut short by a killed run, or
-    that `from_json` refuses (ValueError, TypeError), are skipped.
+    that `from_json` refuses (ValueError, TypeError), are skipped. A row in a
+    version this release does not read raises `UsageError` naming the version.
     """
     if not path.is_file():
         return []
@@ -112,7 +134,7 @@ class Row:
         return " — ".join(" ".join(part.split()) for part in (self.detail, self.error) if part)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return row_to_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Row:
@@ -137,10 +159,20 @@ def row_from_json(cls: type[_D], data: Mapping[str, Any], identity: Sequence[str
     """A row of dataclass `cls` from a decoded JSON line; ValueError when it is not one.
 
     The `identity` fields must be strings; keys `cls` does not know (written by a
-    later version) are left out.
+    later release of the same version) are left out. A row in a version this
+    release does not read is refused with `UsageError` naming it: it is a row, and
+    skipping it would run its entry again.
     """
+    version_of(data, what, READ_VERSIONS, key=ROW_VERSION_KEY, advice=_ADVICE)
     missing = [key for key in identity if not isinstance(data.get(key), str)]
     if missing:
         raise ValueError(f"not {what}: no {', '.join(missing)}")
-    known = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{key: value for key, value in data.items() if key in known})
+    try:
+        return read(cls, data, ignore=(ROW_VERSION_KEY,))
+    except UsageError as exc:
+        raise ValueError(f"not {what}: {exc}") from exc
+
+
+def row_to_json(row: DataclassInstance) -> dict[str, Any]:
+    """The line a row is written as: its fields, with its version under ``v``."""
+    return write(row, version=ROW_VERSION, key=ROW_VERSION_KEY, mode="json")

@@ -30,10 +30,13 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pydantic import ConfigDict
+
 from .._exceptions import UsageError
 from .._frozen import frozen, thawed
 from .._messages import Message
 from .._records import CallRecord, call_key
+from .._written import read, write
 from ..tools import Caller, Tool
 from ._provenance import FREE_TEXT, MIN_CHARS, Provenance, Selections
 
@@ -48,6 +51,12 @@ __all__ = [
     "as_policy",
     "call_key",
 ]
+
+#: The version of the form `ApprovalRecord.to_dict` writes (a record may be kept on its own,
+#: in an audit log).
+WRITTEN_VERSION = 1
+#: The versions `ApprovalRecord.from_dict` reads: 0 is the form of earlier releases.
+READ_VERSIONS = (0, 1)
 
 Decision = Literal["allow", "deny", "defer"]
 #: Who took a decision (see `ApprovalRecord.by`).
@@ -147,6 +156,9 @@ class ApprovalRequest:
     """`call_key` of the tool and arguments; a decision is bound to it."""
     run: RunSoFar | None = field(default=None, repr=False, compare=False)
 
+    # `run` is never written down (see `to_dict`): pydantic only checks its class.
+    __pydantic_config__ = ConfigDict(arbitrary_types_allowed=True)
+
     def __post_init__(self) -> None:
         # A copy nobody can change: an edit in place would reach the record and not the
         # call (or the call and not the record), never both.
@@ -155,27 +167,17 @@ class ApprovalRequest:
             self.key = call_key(self.tool, self.arguments)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "arguments": thawed(self.arguments),
-            "caller": self.caller,
-            "reason": self.reason,
-            "round": self.round,
-            "key": self.key,
-        }
+        """The written form: the fields but `run`.
+
+        It has no version of its own: a request is written inside a result or a
+        trace event, whose version covers it.
+        """
+        return write(self, exclude={"run"})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
-        return cls(
-            call_id=str(data["call_id"]),
-            tool=str(data["tool"]),
-            arguments=dict(data["arguments"]),
-            caller="script" if data.get("caller") == "script" else "model",
-            reason=str(data.get("reason", "")),
-            round=int(data.get("round", 0)),
-            key=str(data.get("key", "")),
-        )
+        """The request `to_dict` wrote; one `UsageError` saying what is wrong if not one."""
+        return read(cls, data, ignore=("run",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,31 +207,13 @@ class ApprovalRecord:
             object.__setattr__(self, "edited", frozen(self.edited))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "arguments": thawed(self.arguments),
-            "caller": self.caller,
-            "decision": self.decision,
-            "by": self.by,
-            "reason": self.reason,
-            "error": self.error,
-            "edited": thawed(self.edited) if self.edited is not None else None,
-        }
+        """The written form: the fields, with ``version``."""
+        return write(self, version=WRITTEN_VERSION)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRecord:
-        return cls(
-            call_id=str(data["call_id"]),
-            tool=str(data["tool"]),
-            arguments=dict(data["arguments"]),
-            caller="script" if data.get("caller") == "script" else "model",
-            decision=data["decision"],
-            by=data["by"],
-            reason=data.get("reason"),
-            error=data.get("error"),
-            edited=data.get("edited"),
-        )
+        """The record `to_dict` (or an earlier release) wrote; one `UsageError` if not one."""
+        return read(cls, data, reads=READ_VERSIONS)
 
 
 PolicyResult = Approval | bool

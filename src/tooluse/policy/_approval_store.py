@@ -12,7 +12,9 @@ process shares one such store unless given another. ``ApprovalStore(path)``
 keeps them in a SQLite file: processes that open the same file resume each
 paused state once between them. Writing an id down is one ``INSERT`` that
 SQLite serialises across processes, so of two resumes of the same state racing
-each other exactly one goes on.
+each other exactly one goes on. The file carries its version (SQLite's
+``user_version``); a file of earlier releases is opened as it is, and one of a
+version this release does not know is refused, by name, and left untouched.
 
 The rule is "at most once": a resume that is refused because its decisions do not
 fit writes nothing, but one that began and then died (the process killed after the
@@ -35,8 +37,14 @@ from pathlib import Path
 from typing import Self
 
 from .._exceptions import AlreadyResumedError, ResumeError, UsageError
+from .._written import VERSION, version_of
 
 __all__ = ["ApprovalStore", "Resumed"]
+
+#: The version of the store file this release writes (SQLite's ``user_version``).
+STORE_VERSION = 1
+#: The versions it opens: 0 is a file of earlier releases, which held the same table.
+READ_VERSIONS = (0, 1)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tooluse_resumed (
@@ -94,7 +102,18 @@ class ApprovalStore:
                 path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
             try:
+                # The file's version is SQLite's user_version: 0 in a new file and in one
+                # an earlier release wrote (the same table); another is refused untouched.
+                (found,) = db.execute("PRAGMA user_version").fetchone()
+                version_of(
+                    {VERSION: found},
+                    f"the approval store {path}",
+                    READ_VERSIONS,
+                    advice="open it with the release that wrote it",
+                )
                 db.execute(_SCHEMA)
+                if found != STORE_VERSION:
+                    db.execute(f"PRAGMA user_version = {STORE_VERSION}")
             except BaseException:
                 db.close()
                 raise

@@ -65,11 +65,17 @@ import re
 import threading
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from .._written import read, write
 
 __all__ = ["FREE_TEXT", "Provenance", "Selections", "Suspicious", "normalise"]
 
+#: The version of the form `Provenance.to_dict` writes.
+WRITTEN_VERSION = 1
+#: The versions `Provenance.from_dict` reads: 0 is the form of earlier releases, unversioned.
+READ_VERSIONS = (0, 1)
 #: The default shortest value, in normalised characters, that is tested as a substring.
 MIN_CHARS = 6
 #: Argument names taken for free text by default: only the identifiers inside
@@ -270,11 +276,22 @@ class Suspicious:
     """The untrusted tools whose results hold it."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"argument": self.argument, "value": self.value, "sources": list(self.sources)}
+        return write(self, mode="json")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Suspicious:
-        return cls(str(data["argument"]), str(data["value"]), tuple(data.get("sources", ())))
+        """The value `to_dict` wrote; one `UsageError` saying what is wrong if not one."""
+        return read(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """The written form of `Provenance`: the leaves of its texts, by trust."""
+
+    trusted: list[list[str]] = field(default_factory=list)
+    """Each trusted text's leaves."""
+    untrusted: list[tuple[str, list[str]]] = field(default_factory=list)
+    """Each untrusted result: the tool, and its leaves."""
 
 
 class Provenance:
@@ -395,20 +412,23 @@ class Provenance:
         return found
 
     def to_dict(self) -> dict[str, Any]:
+        """The written form: the texts noted so far, by trust, with ``version``."""
         with self._lock:
-            return {
-                "trusted": [list(t.leaves) for t in self._trusted],
-                "untrusted": [[t.tool, list(t.leaves)] for t in self._untrusted],
-            }
+            written = _Written(
+                [list(t.leaves) for t in self._trusted],
+                [(t.tool, list(t.leaves)) for t in self._untrusted],
+            )
+        return write(written, version=WRITTEN_VERSION, mode="json")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
+        """The provenance `to_dict` (or an earlier release) wrote.
+
+        One `UsageError` names the version of a form this release does not read,
+        or says what is wrong with data that is not one.
+        """
+        written = read(_Written, data, reads=READ_VERSIONS, name="Provenance")
         provenance = cls()
-        provenance._trusted = [
-            _Text.of("", [str(leaf) for leaf in leaves]) for leaves in data.get("trusted", [])
-        ]
-        provenance._untrusted = [
-            _Text.of(str(tool), [str(leaf) for leaf in leaves])
-            for tool, leaves in data.get("untrusted", [])
-        ]
+        provenance._trusted = [_Text.of("", leaves) for leaves in written.trusted]
+        provenance._untrusted = [_Text.of(tool, leaves) for tool, leaves in written.untrusted]
         return provenance

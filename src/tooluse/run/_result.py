@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._exceptions import UsageError
 from .._messages import Message, Usage
 from .._records import CallRecord, RejectedCall, ScriptRecord
+from .._written import VERSION, read, version_of, write
 from ..policy._approval import ApprovalRecord, ApprovalRequest
 from ..policy._provenance import Suspicious
 from ._state import Paused, paused_from_dict, paused_to_dict
@@ -16,6 +16,8 @@ __all__ = ["RESULT_VERSION", "RunResult", "RunStatus", "RunUsage"]
 
 #: The version of the form `RunResult.to_dict` writes; absent (0) in earlier releases.
 RESULT_VERSION = 1
+#: The versions `RunResult.from_dict` reads.
+READ_VERSIONS = (0, 1)
 
 RunStatus = Literal[
     "completed", "max_rounds", "truncated", "cycle", "cancelled", "needs_approval", "error"
@@ -54,20 +56,18 @@ class RunUsage:
         return sources.pop() if len(sources) == 1 else "mixed"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The written form: the totals (for a reader), then each request's usage."""
+        totals = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "source": self.source,
-            "rounds": [u.to_dict() for u in self.rounds],
-            "asides": [u.to_dict() for u in self.asides],
         }
+        return {**totals, **write(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunUsage:
-        return cls(
-            [Usage.from_dict(u) for u in data.get("rounds", ())],
-            [Usage.from_dict(u) for u in data.get("asides", ())],
-        )
+        """The usage `to_dict` wrote; the totals are counted again, not read."""
+        return read(cls, data, ignore=("input_tokens", "output_tokens", "source"))
 
 
 @dataclass(slots=True)
@@ -131,16 +131,9 @@ class RunResult:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
+        """The written form: JSON values, with ``version``; each part in its own form."""
         return {
-            "version": RESULT_VERSION,
-            "answer": self.answer,
-            "status": self.status,
-            "error": self.error,
-            "rounds": self.rounds,
-            "duration_s": self.duration_s,
-            "model": self.model,
-            "convention": self.convention,
-            "sink_errors": self.sink_errors,
+            **write(self, version=RESULT_VERSION, exclude=set(_PARTS), mode="json"),
             "usage": self.usage.to_dict(),
             "calls": [c.to_dict() for c in self.calls],
             "rejected": [r.to_dict() for r in self.rejected],
@@ -149,8 +142,6 @@ class RunResult:
             "pending": [p.to_dict() for p in self.pending],
             "approvals": [a.to_dict() for a in self.approvals],
             "paused": paused_to_dict(self.paused) if self.paused is not None else None,
-            "resumed": self.resumed,
-            "scope": list(self.scope) if self.scope is not None else None,
             "untrusted_in_answer": [s.to_dict() for s in self.untrusted_in_answer],
         }
 
@@ -159,37 +150,40 @@ class RunResult:
         """The result `to_dict` wrote (its JSON read back), by this release or an earlier one.
 
         Raises `UsageError` naming the version for a form this release does not read
-        (`ResumeError`, one kind of it, for the paused state inside).
+        (`ResumeError`, one kind of it, for the paused state inside), and one saying
+        what is wrong with a result, or a part of it, that is not one.
         """
-        version = data.get("version", 0)
-        if version not in (0, RESULT_VERSION) or isinstance(version, bool):
-            raise UsageError(
-                f"the result is in version {version!r} of the written form; this release "
-                f"reads versions 0 and {RESULT_VERSION}: read it with the release that wrote it"
-            )
+        version_of(data, "the result", READ_VERSIONS)
         calls = [CallRecord.from_dict(c) for c in data.get("calls", ())]
         by_id = {c.id: c for c in calls}
         paused = data.get("paused")
-        return cls(
-            answer=data.get("answer"),
-            status=data["status"],
-            calls=calls,
-            rejected=[RejectedCall.from_dict(r) for r in data.get("rejected", ())],
-            scripts=[ScriptRecord.from_dict(s, by_id) for s in data.get("scripts", ())],
-            messages=[Message.from_dict(m) for m in data.get("messages", ())],
-            usage=RunUsage.from_dict(data.get("usage", {})),
-            rounds=data.get("rounds", 0),
-            error=data.get("error"),
-            duration_s=data.get("duration_s", 0.0),
-            model=data.get("model", ""),
-            convention=data.get("convention", ""),
-            sink_errors=data.get("sink_errors", 0),
-            pending=[ApprovalRequest.from_dict(p) for p in data.get("pending", ())],
-            approvals=[ApprovalRecord.from_dict(a) for a in data.get("approvals", ())],
-            paused=paused_from_dict(paused) if paused is not None else None,
-            resumed=bool(data.get("resumed", False)),
-            scope=tuple(data["scope"]) if data.get("scope") is not None else None,
-            untrusted_in_answer=[
+        # The parts are read by their own forms; the rest by the class's declaration.
+        parts: dict[str, Any] = {
+            "usage": RunUsage.from_dict(data.get("usage", {})),
+            "calls": calls,
+            "rejected": [RejectedCall.from_dict(r) for r in data.get("rejected", ())],
+            "scripts": [ScriptRecord.from_dict(s, by_id) for s in data.get("scripts", ())],
+            "messages": [Message.from_dict(m) for m in data.get("messages", ())],
+            "pending": [ApprovalRequest.from_dict(p) for p in data.get("pending", ())],
+            "approvals": [ApprovalRecord.from_dict(a) for a in data.get("approvals", ())],
+            "paused": paused_from_dict(paused) if paused is not None else None,
+            "untrusted_in_answer": [
                 Suspicious.from_dict(s) for s in data.get("untrusted_in_answer", ())
             ],
-        )
+        }
+        rest = {k: v for k, v in data.items() if k not in _PARTS and k != VERSION}
+        return read(cls, {"rounds": 0, **rest, **parts})
+
+
+#: The fields of `RunResult` written in their own forms (the rest by `RunResult`'s).
+_PARTS = (
+    "usage",
+    "calls",
+    "rejected",
+    "scripts",
+    "messages",
+    "pending",
+    "approvals",
+    "paused",
+    "untrusted_in_answer",
+)

@@ -31,6 +31,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from .._exceptions import ResumeError
 from .._messages import ToolCall
 from .._records import Answered
+from .._written import version_of
 
 __all__ = [
     "PAUSED_VERSION",
@@ -116,13 +117,13 @@ def paused_from_dict(data: Mapping[str, Any]) -> Paused:
     Raises `ResumeError` naming the version for a version this release does not
     read, and saying what is wrong with a state that is not one.
     """
-    version = data.get("version", 0)
-    if version not in READ_VERSIONS or isinstance(version, bool):
-        raise ResumeError(
-            f"the paused state is in version {version!r} of the written form; this release "
-            f"reads versions {', '.join(map(str, READ_VERSIONS))}: resume it with the release "
-            "that wrote it"
-        )
+    version = version_of(
+        data,
+        "the paused state",
+        READ_VERSIONS,
+        error=ResumeError,
+        advice="resume it with the release that wrote it",
+    )
     # A state written without an id (before pauses had ids, or with it removed) is named
     # by its content: every copy of it is then one pause, resumed once.
     pause = (

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._row import row_from_json
+from .._row import row_from_json, row_to_json
 
 __all__ = ["AgentDojoRow"]
 
@@ -74,7 +74,7 @@ class AgentDojoRow:
         return (self.model, self.defense, self.convention)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return row_to_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgentDojoRow:
