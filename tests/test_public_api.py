@@ -35,6 +35,8 @@ def test_top_level_exports() -> None:
             "ApprovalStore",
             "AlreadyResumedError",
             "CallRecord",
+            "Conversation",
+            "ConversationStore",
             "DirectRun",
             "Dispatcher",
             "Expect",

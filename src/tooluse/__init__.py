@@ -32,6 +32,7 @@ from .policy._approval import (
 from .policy._approval_store import ApprovalStore
 from .policy._provenance import FREE_TEXT, Suspicious
 from .run._agent import Agent
+from .run._conversation import Conversation, ConversationStore
 from .run._result import RunResult, RunStatus, RunUsage
 from .run._stream import (
     ApprovalEvent,
@@ -65,6 +66,8 @@ __all__ = [
     "CallRecord",
     "CallStartEvent",
     "ContextEvent",
+    "Conversation",
+    "ConversationStore",
     "DirectRun",
     "Dispatcher",
     "DoneEvent",

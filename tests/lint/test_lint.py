@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+import pytest
 from typing_extensions import TypedDict
 
 from examples.seed_tools import toolbox as example_tools
@@ -254,7 +255,7 @@ def test_a_tool_whose_name_says_it_writes_must_declare_side_effects() -> None:
         """Send an email from the team's address.
 
         Args:
-            to: Recipient address, e.g. 'ana@example.com'
+            to: Recipient's email address
             body: Plain-text body of the mail
         """
 
@@ -418,3 +419,62 @@ def test_the_command_lints_a_real_mcp_servers_tools() -> None:
 def test_toolbox_and_plain_lists_lint_alike() -> None:
     tools = [raw(name="search_and_summarize"), raw()]
     assert lint(Toolbox(tools)) == lint(tools)
+
+
+def test_a_tool_with_side_effects_is_never_advised_to_show_an_example_value() -> None:
+    @tool(side_effects=True)
+    def pay_bill(payee: str, amount: float) -> str:
+        """Pay a bill from the current account and return the payment's reference."""
+        return "ref-1"
+
+    @tool
+    def quote_bill(payee: str, amount: float) -> str:
+        """Quote the fee of paying a bill from the current account."""
+        return "0.50"
+
+    acting = lint([pay_bill])
+    assert {f.rule for f in acting} == {"undocumented-parameter"}
+    assert all("without an example value" in f.fix for f in acting)
+    # A tool that only reads is still advised to show one.
+    assert all(f.fix.endswith("with an example value") for f in lint([quote_bill]))
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "Amount in EUR, e.g. 92.15",
+        "Who is paid, for example 'ACME Power'",
+        "The recipient, such as bills@acme.example",
+        "Amount to pay (eg. 12)",
+    ],
+)
+def test_an_example_value_in_a_side_effecting_tool_is_a_copyable_example(
+    description: str,
+) -> None:
+    acting = raw(
+        name="pay_bill",
+        description="Pay a bill from the current account and return its reference.",
+        properties={"amount": {"type": "string", "description": description}},
+        side_effects=True,
+    )
+    reading = raw(
+        name="quote_bill",
+        description="Quote the fee of paying a bill from the current account.",
+        properties={"amount": {"type": "string", "description": description}},
+    )
+    assert "copyable-example" in rules(acting)
+    assert "copyable-example" not in rules(reading)
+    (finding,) = [f for f in lint([acting]) if f.rule == "copyable-example"]
+    assert finding.principle == "reliability" and finding.where == "parameter 'amount'"
+
+
+def test_a_format_without_a_value_is_not_a_copyable_example() -> None:
+    acting = raw(
+        name="pay_bill",
+        description="Pay a bill from the current account and return its reference.",
+        properties={
+            "amount": {"type": "string", "description": "Amount in EUR, two decimals, positive"}
+        },
+        side_effects=True,
+    )
+    assert "copyable-example" not in rules(acting)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,6 +22,9 @@ from .. import (
     Approval,
     ApprovalPolicy,
     ApprovalRequest,
+    Conversation,
+    ConversationStore,
+    Message,
     ProvenancePolicy,
     RunResult,
     ToolUseError,
@@ -168,9 +173,18 @@ def _decide(request: ApprovalRequest) -> bool | dict[str, Any]:
             err.print(f"[red]not JSON: {escape(str(exc))}[/]")
 
 
-def _run_asking(agent: Agent, task: str, live: LiveView | None = None) -> RunResult:
+def _run_asking(
+    agent: Agent,
+    task: str,
+    live: LiveView | None = None,
+    history: Sequence[Message] = (),
+) -> RunResult:
     """Run `task` (streamed with `live`), asking on the terminal about each deferred call."""
-    result = live.run(agent, task) if live is not None else agent.run(task)
+    result = (
+        live.run(agent, task, history=history)
+        if live is not None
+        else agent.run(task, history=history)
+    )
     while result.status == "needs_approval":
         decisions = {request.call_id: _decide(request) for request in result.pending}
         result = (
@@ -325,6 +339,111 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         raise typer.Exit(130)  # what a shell reports for a command stopped by Ctrl-C
     if result.status != "completed":
         raise typer.Exit(1)
+
+
+#: Where `tooluse chat` keeps its conversations unless told otherwise.
+CHAT_STORE = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / (
+    "tooluse/conversations.db"
+)
+
+
+@app.command()
+def chat(  # noqa: PLR0917 - typer maps parameters to options
+    ctx: typer.Context,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")
+    ] = None,
+    mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
+    model: Annotated[
+        str, typer.Option("--model", help="As for run: local, openai:MODEL, scripted:FILE …")
+    ] = "local",
+    convention: Annotated[
+        str, typer.Option(help="json, code, text, plan or auto, as for run.")
+    ] = "json",
+    max_rounds: Annotated[int, typer.Option(min=1, help="Model requests per turn at most.")] = 10,
+    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
+    approve: Annotated[str, typer.Option("--approve", help=_APPROVE_HELP)] = "none",
+    store: Annotated[
+        Path, typer.Option(help="The SQLite file conversations are kept in.")
+    ] = CHAT_STORE,
+    conversation: Annotated[
+        str | None,
+        typer.Option("--id", help="Continue the conversation with this id, or start one under it."),
+    ] = None,
+    list_them: Annotated[
+        bool, typer.Option("--list", help="List the stored conversations and exit.")
+    ] = False,
+    trace: Annotated[
+        Path | None, typer.Option(help="Append JSON Lines trace events to this file.")
+    ] = None,
+) -> None:
+    """Chat with an agent on the terminal: each line you type is a turn, streamed.
+
+    Every turn is kept in --store as it ends, so --id continues a conversation
+    later. Type /exit, or end the input (Ctrl-D), to leave; Ctrl-C stops the
+    turn under way.
+    """
+    with ConversationStore(store) as kept:
+        if list_them:
+            _list_conversations(kept)
+            return
+        policy = _policy(approve)
+        toolbox = gather_tools(ctx, tools, mcp or [])
+        backend = resolve_model(model, base_url=base_url)
+        live = LiveView(err, _render_event)
+        writer = open_trace(trace) if trace is not None else None
+        agent = Agent(
+            backend,
+            toolbox,
+            convention=convention,
+            max_rounds=max_rounds,
+            system_prompt=system,
+            on_event=writer,
+            approval=policy,
+        )
+        try:
+            with agent, Conversation(agent, store=kept, id=conversation) as talk:
+                err.print(f"[dim]conversation {escape(talk.id)} · /exit to leave[/]")
+                _chat_loop(agent, talk, live)
+        finally:
+            if writer is not None:
+                writer.close()
+
+
+def _chat_loop(agent: Agent, talk: Conversation, live: LiveView) -> None:
+    while True:
+        try:
+            message = err.input("[bold green]you>[/] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            err.print()
+            return
+        if message in ("/exit", "/quit"):
+            return
+        if not message:
+            continue
+        history = talk.history
+        result = _run_asking(agent, message, live, history=history)
+        talk.keep(message, history, result)
+        if result.answer is not None:
+            if not (out.is_terminal and live.streamed(result.answer)):
+                out.print(escape(result.answer))
+        else:
+            err.print(f"[red]no answer ({result.status})[/]: {escape(result.error or '')}")
+
+
+def _list_conversations(kept: ConversationStore) -> None:
+    listed = kept.conversations()
+    if not listed:
+        err.print(f"[dim]no conversations in {escape(kept.path)}[/]")
+        return
+    for info in listed:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
+        last = (info.last_message or "").replace("\n", " ")
+        last = last if len(last) <= 60 else last[:59] + "…"
+        out.print(f"{escape(info.id)}  {info.turns} turns  {when}  {escape(last)}", soft_wrap=True)
 
 
 @tools_app.command("show")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from .._messages import Message
 from .._records import CallRecord, RejectedCall
 from ..events import CallEnd, CallRejected, Event
 from ..run._agent import Agent
@@ -49,9 +50,9 @@ class LiveView:
         #: Whether a streamed run is being drawn.
         self.streaming = False
 
-    def run(self, agent: Agent, task: str) -> RunResult:
+    def run(self, agent: Agent, task: str, *, history: Sequence[Message] = ()) -> RunResult:
         """Run `task` streamed; Ctrl-C stops it and returns what was done (status cancelled)."""
-        return self._draw(agent.stream_sync(task))
+        return self._draw(agent.stream_sync(task, history=history))
 
     def resume(
         self, agent: Agent, result: RunResult, decisions: Mapping[str, bool | dict[str, Any]]

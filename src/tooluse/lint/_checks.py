@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -117,6 +118,23 @@ def _lists_its_values(root: Mapping[str, Any], prop: Mapping[str, Any]) -> bool:
     return False
 
 
+#: An example value in a description: "e.g. 92.15", "for example 'ACME'", "such as 3".
+_EXAMPLE_VALUE = re.compile(
+    r"\b(?:e\.g\.|eg\.|for example|for instance|such as|like)[:,]?\s+"
+    r"(?P<value>['\"][^'\"]+['\"]|[-+]?\d[\d,._]*|[A-Z][\w-]*@[\w.-]+)",
+    re.IGNORECASE,
+)
+
+
+def _advice(tool: Tool, what: str) -> str:
+    """How to document a parameter; never an example value for a tool that acts."""
+    if tool.side_effects:
+        # An example value in a side-effecting tool's schema is a value a model may copy
+        # into a real call (an amount, a payee): say what it is, and leave examples out.
+        return f"say {what}, without an example value a model could copy into a real call"
+    return f"say {what}, with an example value"
+
+
 def _parameters(tool: Tool) -> Iterator[Finding]:
     for name, prop in _properties(tool.parameters).items():
         if not isinstance(prop, Mapping):
@@ -131,7 +149,7 @@ def _parameters(tool: Tool) -> Iterator[Finding]:
                 "documentation",
                 where,
                 "has no description",
-                "say what it is, with an example value",
+                _advice(tool, "what it is"),
                 rule="undocumented-parameter",
             )
         elif _says_nothing_new(described, name, least=1):
@@ -140,8 +158,19 @@ def _parameters(tool: Tool) -> Iterator[Finding]:
                 "documentation",
                 where,
                 f"the description {described!r} only repeats the name",
-                "say what it is, its format or unit, with an example value",
+                _advice(tool, "what it is, its format or unit"),
                 rule="vague-parameter",
+            )
+        example = _EXAMPLE_VALUE.search(described) if tool.side_effects else None
+        if example is not None:
+            yield Finding(
+                tool.name,
+                "reliability",
+                where,
+                f"the description gives the example value {example['value']} for a tool with "
+                "side effects, which a model may copy into a real call",
+                "describe the format or unit instead, and leave the value out",
+                rule="copyable-example",
             )
     for path, node in _nodes(tool.parameters):
         if path and not (_TYPED_KEYS & node.keys()):

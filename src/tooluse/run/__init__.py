@@ -1,7 +1,19 @@
 """A run: the `Agent`, its loop over model rounds, streams, traces and the result."""
 
 from ._agent import Agent
+from ._conversation import Conversation, ConversationInfo, ConversationStore, Turn
 from ._result import RunResult, RunStatus, RunUsage
 from ._trace import JsonlTrace, read_trace
 
-__all__ = ["Agent", "JsonlTrace", "RunResult", "RunStatus", "RunUsage", "read_trace"]
+__all__ = [
+    "Agent",
+    "Conversation",
+    "ConversationInfo",
+    "ConversationStore",
+    "JsonlTrace",
+    "RunResult",
+    "RunStatus",
+    "RunUsage",
+    "Turn",
+    "read_trace",
+]
