@@ -1,5 +1,6 @@
 """Tools: typed functions or raw schemas, their renderings and argument checks."""
 
+from ._context import RunContext
 from ._render import StubSignature, lean_schema, strict_schema
 from ._tool import Caller, Tool, Trust, tool
 from ._toolbox import Toolbox
@@ -10,6 +11,7 @@ __all__ = [
     "ArgumentsError",
     "Caller",
     "ParsedArguments",
+    "RunContext",
     "StubSignature",
     "Tool",
     "Toolbox",

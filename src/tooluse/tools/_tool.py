@@ -58,6 +58,8 @@ class Tool:
     _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
     # Parameters that need no pydantic model (see `function_schema`): their types by name.
     _scalars: dict[str, type] | None = field(default=None, repr=False)
+    #: The parameter given the run's `RunContext` (see `tooluse.RunContext`), if any.
+    context_parameter: str | None = None
     _async_of: tuple[Callable[..., Any], bool] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -158,6 +160,7 @@ class Tool:
             callers=_callers(tool_name, callers),
             _adapter=schema.arguments_adapter,
             _scalars=schema.scalars,
+            context_parameter=schema.context,
         )
 
     @classmethod
