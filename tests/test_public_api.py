@@ -56,6 +56,7 @@ def test_top_level_exports() -> None:
             "ProvenancePolicy",
             "RejectedCall",
             "ResumeError",
+            "RunContext",
             "RunResult",
             "RunStatus",
             "RunUsage",

@@ -50,7 +50,7 @@ from .run._stream import (
     TextEvent,
 )
 from .run._trace import JsonlTrace, read_trace
-from .tools import Tool, Toolbox, tool
+from .tools import RunContext, Tool, Toolbox, tool
 
 __all__ = [
     "FREE_TEXT",
@@ -89,6 +89,7 @@ __all__ = [
     "RejectedCall",
     "ResumeError",
     "RoundEndEvent",
+    "RunContext",
     "RunResult",
     "RunStatus",
     "RunStream",

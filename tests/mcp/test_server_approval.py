@@ -47,7 +47,12 @@ def finance(paid: list[tuple[str, float]]) -> Toolbox:
         """The last statement, as the bank's mail sent it."""
         return "3 payments"
 
-    return Toolbox([balance, pay_bill, read_statement])
+    @tool(effects="idempotent")
+    def set_autopay(payee: str, enabled: bool) -> str:
+        """Turn automatic payment of a payee's bills on or off."""
+        return f"autopay for {payee}: {enabled}"
+
+    return Toolbox([balance, pay_bill, read_statement, set_autopay])
 
 
 #: What the tests' toolbox module serves from a subprocess (`tooluse mcp serve`).
@@ -100,14 +105,16 @@ async def test_each_tool_publishes_the_hints_of_what_it_declares(server: ToolSer
         "balance": (True, False, True, False),
         "pay_bill": (False, True, False, False),
         "read_statement": (True, False, True, True),
+        "set_autopay": (False, True, True, False),
     }
 
 
 async def test_our_client_reads_back_what_our_server_declares(server: ToolServer) -> None:
     async with server.serving_http() as url, MCPClient.http(url) as client:
-        read_back = {t.name: (t.side_effects, t.trust) for t in client.toolbox()}
+        read_back = {t.name: (t.side_effects, t.effects, t.trust) for t in client.toolbox()}
 
-    assert read_back == {t.name: (t.side_effects, t.trust) for t in server.tools}
+    assert read_back == {t.name: (t.side_effects, t.effects, t.trust) for t in server.tools}
+    assert read_back["set_autopay"] == (True, "idempotent", "trusted")
 
 
 @pytest.mark.parametrize("mode", MODES)

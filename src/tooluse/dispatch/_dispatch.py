@@ -44,7 +44,7 @@ from typing import Any
 from .._messages import ToolCall
 from .._records import CallRecord, Outcome, RejectedCall
 from ..policy._approval import ApprovalRequest, Gate
-from ..tools import Toolbox
+from ..tools import RunContext, Toolbox
 from ._ledger import Ledger
 from ._running import DirectRun, Execution, Runner
 from ._validation import Prepared, Validator, arguments_text, caller_of
@@ -69,6 +69,7 @@ class Dispatcher:
             given up on by its caller), answered from the ledger, or refused. The
             caller's own return comes later, or never if the caller is stopped
             first: this is how a run keeps every call, whatever stops it.
+        deps: the run's dependencies, given to each tool that takes a `RunContext`.
     """
 
     def __init__(
@@ -82,8 +83,10 @@ class Dispatcher:
         gate: Gate | None = None,
         unloaded: Callable[[str], str | None] | None = None,
         on_ended: Callable[[Outcome], None] | None = None,
+        deps: Any = None,
     ) -> None:
         self.timeout = timeout
+        self.deps = deps
         self.on_ended = on_ended
         self.max_calls_per_turn = max_calls_per_turn
         self.gate = gate
@@ -373,9 +376,12 @@ class Dispatcher:
                 return record
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         after = self.gate.note if self.gate is not None else None
-        return Execution(
-            record, tool, prepared.kwargs, timeout, ledger, after=after, ended=self.on_ended
-        )
+        kwargs = prepared.kwargs
+        if tool.context_parameter is not None:
+            # Given on the host, after validation: no model, script or record sees it.
+            context = RunContext(self.deps, call_id=record.id, tool=tool.name)
+            kwargs = {**kwargs, tool.context_parameter: context}
+        return Execution(record, tool, kwargs, timeout, ledger, after=after, ended=self.on_ended)
 
 
 async def _settled(outcome: CallRecord | Awaitable[CallRecord]) -> CallRecord:

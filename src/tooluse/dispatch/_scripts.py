@@ -381,12 +381,14 @@ def run_script(
     tools: Toolbox | Iterable[Tool | Callable[..., Any]],
     *,
     timeout: float = 10.0,
+    deps: Any = None,
 ) -> ScriptRun:
     """Run ``script`` in ``sandbox`` with ``tools`` (a Toolbox or tools) as its ``tools`` module.
 
     Each call the script makes is validated and executed on the host by the dispatcher,
-    exactly like a JSON call; the result lists every call. Not callable inside an event
-    loop: await `arun_script` there.
+    exactly like a JSON call; the result lists every call. A tool that takes a
+    `RunContext` is given ``deps`` there, on the host: the script never sees them. Not
+    callable inside an event loop: await `arun_script` there.
     """
     try:
         asyncio.get_running_loop()
@@ -395,7 +397,7 @@ def run_script(
     else:
         raise UsageError("run_script() was called inside a running event loop; await arun_script()")
     box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
-    dispatcher = Dispatcher(box)
+    dispatcher = Dispatcher(box, deps=deps)
     # An async tool given up on is left behind on the loop: run_script returns at its timeout.
     with PrivateLoop(lambda: dispatcher.left_behind) as loop:
         return loop.run(_run_script(sandbox, script, box, dispatcher, timeout))
@@ -407,10 +409,11 @@ async def arun_script(
     tools: Toolbox | Iterable[Tool | Callable[..., Any]],
     *,
     timeout: float = 10.0,
+    deps: Any = None,
 ) -> ScriptRun:
     """`run_script` for async code."""
     box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
-    return await _run_script(sandbox, script, box, Dispatcher(box), timeout)
+    return await _run_script(sandbox, script, box, Dispatcher(box, deps=deps), timeout)
 
 
 async def _run_script(

@@ -13,6 +13,8 @@ otherwise (they are the server's claims, and a server may be wrong about itself)
 
 - ``side_effects``: unless ``readOnlyHint`` is true. MCP's default is a tool that
   may change things, and ``destructiveHint`` only grades a tool that does.
+- ``effects``: ``read`` for a read-only tool; for one with side effects,
+  ``idempotent`` if ``idempotentHint`` is true, else ``write`` (MCP's default).
 - ``trust``: ``untrusted`` unless ``openWorldHint`` is false. An open-world tool
   (MCP's default) reaches outside entities such as the web, whose text may carry
   instructions; a closed-world one works on the server's own domain.
@@ -90,6 +92,10 @@ def build_tool(
     async def call_tool(**arguments: Any) -> Any:
         return result_value(await call(remote_name, arguments))
 
+    # MCP's default is a tool that may change things; only a read-only one has none.
+    acts = side_effects if side_effects is not None else not annotations.get("readOnlyHint", False)
+    repeats_safely = annotations.get("idempotentHint", False) is True
+
     return Tool.from_schema(
         name,
         remote.description or remote.title or annotations.get("title") or "",
@@ -97,10 +103,8 @@ def build_tool(
         call_tool,
         returns=remote.output_schema,
         timeout=timeout,
-        # MCP's default is a tool that may change things; only a read-only one has none.
-        side_effects=(
-            side_effects if side_effects is not None else not annotations.get("readOnlyHint", False)
-        ),
+        side_effects=acts,
+        effects=("idempotent" if repeats_safely else "write") if acts else "read",
         # MCP's default is an open world: text from outside the server's own domain.
         trust=(
             trust

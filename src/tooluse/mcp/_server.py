@@ -414,21 +414,20 @@ def _connection(context: ServerRequestContext[Any]) -> str | None:
 def annotations_of(tool: Tool) -> types.ToolAnnotations:
     """What ``tool`` declares, as MCP's hints; what `MCPClient` reads back.
 
-    ``side_effects`` decides ``readOnlyHint``; ``trust`` decides ``openWorldHint``
-    (an untrusted tool reads the open world). A tool without side effects changes
-    nothing, so it is neither destructive nor anything but idempotent. Of one with
-    side effects, nothing more is declared than that it has them: it may destroy,
-    and a repeat may cost (MCP's defaults), unless the server it came from said
-    otherwise.
+    ``effects`` decides ``readOnlyHint`` (``read``) and ``idempotentHint`` (``read``
+    or ``idempotent``); ``trust`` decides ``openWorldHint`` (an untrusted tool reads
+    the open world). A tool that changes nothing destroys nothing; of one that
+    changes things, nothing more is known than that it may destroy (MCP's
+    default), unless the server it came from said otherwise.
     """
     came_with = tool.annotations
-    read_only = not tool.side_effects
+    read_only = tool.effects == "read"
     title = came_with.get("title")
     return types.ToolAnnotations(
         title=title if isinstance(title, str) else None,
         read_only_hint=read_only,
         destructive_hint=False if read_only else came_with.get("destructiveHint", True) is True,
-        idempotent_hint=True if read_only else came_with.get("idempotentHint") is True,
+        idempotent_hint=tool.effects in ("read", "idempotent"),
         open_world_hint=tool.trust == "untrusted",
     )
 

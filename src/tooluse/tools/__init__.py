@@ -1,7 +1,8 @@
 """Tools: typed functions or raw schemas, their renderings and argument checks."""
 
+from ._context import RunContext
 from ._render import StubSignature, lean_schema, strict_schema
-from ._tool import Caller, Tool, Trust, tool
+from ._tool import Caller, Effects, Tool, Trust, tool
 from ._toolbox import Toolbox
 from ._validate import ArgumentChecker, ArgumentsError, ParsedArguments, parse_arguments
 
@@ -9,7 +10,9 @@ __all__ = [
     "ArgumentChecker",
     "ArgumentsError",
     "Caller",
+    "Effects",
     "ParsedArguments",
+    "RunContext",
     "StubSignature",
     "Tool",
     "Toolbox",

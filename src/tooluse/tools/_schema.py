@@ -22,6 +22,7 @@ import pydantic
 from pydantic.fields import FieldInfo
 
 from .._exceptions import ToolDefinitionError
+from ._context import is_run_context
 from ._docstrings import ParsedDocstring, parse_docstring
 
 __all__ = [
@@ -44,6 +45,8 @@ class FunctionSchema:
     positional: tuple[str, ...]
     # Set when every parameter is a plain scalar (see `_scalar`): its Python type by name.
     scalars: dict[str, type] | None = None
+    # The parameter that takes the run's `RunContext`, never shown to a model.
+    context: str | None = None
 
 
 _SCALARS = (str, int, float, bool)
@@ -126,8 +129,17 @@ def function_schema(
     fields: dict[str, Any] = {}
     positional: list[str] = []
     scalars: dict[str, type] | None = {}
+    context: str | None = None
     for name, param in signature.parameters.items():
         if name in bound:
+            continue
+        if name in hints and is_run_context(hints[name]):
+            if context is not None:
+                raise ToolDefinitionError(
+                    f"{_first_line_ok(described)}: parameters '{context}' and '{name}' both "
+                    "take the RunContext; a tool takes it once"
+                )
+            context = name
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ToolDefinitionError(
@@ -197,6 +209,7 @@ def function_schema(
         arguments_adapter=pydantic.TypeAdapter(model),
         positional=tuple(positional),
         scalars=scalars,
+        context=context,
     )
 
 

@@ -24,6 +24,8 @@ Caller = Literal["model", "script"]
 #: Whether a tool's results may carry text from outside the run (mail, web pages, files).
 Trust = Literal["trusted", "untrusted"]
 CALLERS: frozenset[Caller] = frozenset(("model", "script"))
+Effects = Literal["read", "idempotent", "write"]
+EFFECTS: tuple[Effects, ...] = ("read", "idempotent", "write")
 
 # Integers from here on are left to pydantic: float() fails on them, or soon will.
 _FLOAT_LIMIT = 2**1023
@@ -47,6 +49,11 @@ class Tool:
     timeout: float | None = None
     side_effects: bool = False
     positional: tuple[str, ...] = ()
+    #: What calling it twice costs: ``read`` (nothing: it changes nothing),
+    #: ``idempotent`` (it changes something, and a repeat with the same arguments
+    #: changes nothing more) or ``write`` (a repeat acts again). Without it, a tool
+    #: with ``side_effects`` writes and one without reads.
+    effects: Effects | None = None
     #: ``untrusted``: the results carry outside text (mail, web pages, files), which
     #: the provenance policy watches for in the arguments of later calls.
     trust: Trust = "trusted"
@@ -58,6 +65,8 @@ class Tool:
     _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
     # Parameters that need no pydantic model (see `function_schema`): their types by name.
     _scalars: dict[str, type] | None = field(default=None, repr=False)
+    #: The parameter given the run's `RunContext` (see `tooluse.RunContext`), if any.
+    context_parameter: str | None = None
     _async_of: tuple[Callable[..., Any], bool] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,6 +87,7 @@ class Tool:
                 f"tool {self.name!r}: trust must be 'trusted' or 'untrusted', got {self.trust!r}"
             )
         self.callers = _callers(self.name, self.callers)
+        self.effects, self.side_effects = _effects(self.name, self.effects, self.side_effects)
         self.parameters.setdefault("type", "object")
         self.parameters.setdefault("properties", {})
         if not self.positional:
@@ -136,6 +146,7 @@ class Tool:
         trust: Trust = "trusted",
         callers: Iterable[Caller] = CALLERS,
         localns: Mapping[str, Any] | None = None,
+        effects: Effects | None = None,
     ) -> Tool:
         """Build a tool from a typed function (what `@tool` does)."""
         doc = parse_docstring(inspect.getdoc(described_function(fn)))
@@ -153,11 +164,13 @@ class Tool:
             returns=schema.returns,
             timeout=timeout,
             side_effects=side_effects,
+            effects=effects,
             positional=schema.positional,
             trust=trust,
             callers=_callers(tool_name, callers),
             _adapter=schema.arguments_adapter,
             _scalars=schema.scalars,
+            context_parameter=schema.context,
         )
 
     @classmethod
@@ -174,10 +187,12 @@ class Tool:
         trust: Trust = "trusted",
         callers: Iterable[Caller] = CALLERS,
         annotations: Mapping[str, Any] | None = None,
+        effects: Effects | None = None,
     ) -> Tool:
         """Build a tool from a JSON Schema and a callable taking keyword arguments.
 
-        ``side_effects``, ``trust`` and ``callers`` mean what they mean for `tool`.
+        ``side_effects``, ``effects``, ``trust`` and ``callers`` mean what they mean
+        for `tool`.
         """
         if not isinstance(parameters, Mapping):
             raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema object")
@@ -189,10 +204,27 @@ class Tool:
             returns=clean_schema(dict(returns)) if returns is not None else None,
             timeout=timeout,
             side_effects=side_effects,
+            effects=effects,
             trust=trust,
             callers=_callers(name, callers),
             annotations=dict(annotations or {}),
         )
+
+
+def _effects(name: str, effects: str | None, side_effects: bool) -> tuple[Effects, bool]:
+    """The declared effects and side effects, made to agree; an error if they cannot."""
+    if effects is None:
+        return ("write" if side_effects else "read"), side_effects
+    if effects not in EFFECTS:
+        raise ToolDefinitionError(
+            f"tool {name!r}: effects must be 'read', 'idempotent' or 'write', got {effects!r}"
+        )
+    if effects == "read" and side_effects:
+        raise ToolDefinitionError(
+            f"tool {name!r}: effects='read' says it changes nothing, side_effects=True says it "
+            "does; declare one"
+        )
+    return effects, effects != "read"
 
 
 def _callers(name: str, callers: Iterable[str]) -> frozenset[Caller]:
@@ -232,6 +264,7 @@ def tool(
     trust: Trust = "trusted",
     callers: Iterable[Caller] = CALLERS,
     localns: Mapping[str, Any] | None = None,
+    effects: Effects | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -246,6 +279,7 @@ def tool(
     trust: Trust = "trusted",
     callers: Iterable[Caller] = CALLERS,
     localns: Mapping[str, Any] | None = None,
+    effects: Effects | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
 
@@ -277,6 +311,12 @@ def tool(
             A call from anyone else is refused; the tool is left out of what the
             others are shown.
         localns: names to resolve annotations with after the module's own.
+        effects: what a repeat of a call costs: ``"read"`` (the tool changes
+            nothing), ``"idempotent"`` (it changes something, but the same call
+            again changes nothing more) or ``"write"`` (each call acts again).
+            ``idempotent`` and ``write`` mean ``side_effects``; ``side_effects=True``
+            alone means ``write``. MCP's ``readOnlyHint`` and ``idempotentHint``
+            say the same, and are read and published as these.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -289,6 +329,7 @@ def tool(
             trust=trust,
             callers=callers,
             localns=localns,
+            effects=effects,
         )
         functools.update_wrapper(built, f, updated=())
         # A partial's own __doc__ describes functools.partial, not the tool.
