@@ -85,7 +85,7 @@ def eval_command(  # noqa: PLR0917 - typer maps parameters to options
         ray_address=ray_address,
         ray_cpus=ray_cpus,
         rate_limit=rate_limit,
-        task_file=tasks,
+        task_file=tasks.resolve(),
         tools=tools,
         command="tooluse eval",
     )
