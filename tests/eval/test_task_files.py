@@ -9,8 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from tooluse import UsageError
-from tooluse.eval import Contains, Dataset, ExpectedCall, Number, Predicate, Regex, TaskFileError
+from tooluse import Toolbox, UsageError
+from tooluse.eval import (
+    BenchDataError,
+    Case,
+    Contains,
+    Dataset,
+    ExpectedCall,
+    Number,
+    Predicate,
+    Regex,
+    TaskFileError,
+)
 from tooluse.eval._checks import numbers_in
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,3 +212,10 @@ def test_the_cli_reports_a_malformed_file_in_one_line_and_runs_nothing(tmp_path:
 def test_numbers_are_read_as_people_write_them() -> None:
     text = "Paid 1,250.50 USD (−3 fees, 2e3 points) on 2026-03-05; ref B12."
     assert numbers_in(text) == [1250.5, -3.0, 2000.0, 2026.0, 3.0, 5.0]
+
+
+def test_cases_made_in_python_without_ids_are_named_by_place_and_ids_do_not_repeat() -> None:
+    cases = (Case("a", checks=(Number(1),)), Case("b", id="x", checks=(Number(2),)))
+    assert [c.id for c in Dataset("d", cases, Toolbox()).cases] == ["1", "x"]
+    with pytest.raises(BenchDataError, match=r"dataset 'd': repeated case ids \['x'\]"):
+        Dataset("d", (cases[1], cases[1]), Toolbox())

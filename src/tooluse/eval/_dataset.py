@@ -31,7 +31,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,12 @@ class Dataset:
     path: Path | None = None
 
     def __post_init__(self) -> None:
-        ids = [case.id for case in self.cases]
+        # A case without an id is named by its place, as in a file.
+        cases = tuple(
+            case if case.id else replace(case, id=str(i)) for i, case in enumerate(self.cases, 1)
+        )
+        object.__setattr__(self, "cases", cases)
+        ids = [case.id for case in cases]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise BenchDataError(f"dataset {self.name!r}: repeated case ids {repeated}")
