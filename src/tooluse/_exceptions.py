@@ -15,6 +15,7 @@ subpackage named beside it.
     │   ├── GrammarError           llguidance refused a grammar (tooluse.decoding)
     │   ├── ItemIdConflictError    an item id already names other text (tooluse.context)
     │   ├── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
+    │   │   └── TaskFileError      a task file of your own cannot be read (tooluse.eval)
     │   └── ModelFileError         a local model file is missing or fails its hash (tooluse.models)
     │       └── ModelDownloadError a model could not be downloaded (tooluse.models)
     ├── ModelError                 a model backend failed

@@ -42,6 +42,7 @@ from ..events import (
 from ..models._spec import DEFAULT_LOCAL_TEXT, resolve_model
 from ..run._trace import EventSink
 from ._bench import bench_app
+from ._eval import eval_command
 from ._help import plain_help
 from ._inputs import gather_tools, open_trace
 from ._lint import lint_command
@@ -66,6 +67,7 @@ app.add_typer(tools_app, name="tools")
 tools_app.command("lint")(lint_command)
 app.add_typer(sim_app, name="sim")
 app.add_typer(bench_app, name="bench")
+app.command("eval")(eval_command)
 app.add_typer(models_app, name="models")
 app.add_typer(mcp_app, name="mcp")
 app.command("view")(view)

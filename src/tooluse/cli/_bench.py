@@ -214,8 +214,11 @@ def _bench(
     ray_address: str | None = None,
     ray_cpus: float = 1.0,
     rate_limit: float | None = None,
+    task_file: Path | None = None,
+    tools: str | None = None,
+    command: str = "tooluse bench",
 ) -> None:
-    need("eval", "tooluse bench")  # for the plots and the fitted lines, checked before the run
+    need("eval", command)  # for the plots and the fitted lines, checked before the run
     from ..eval import (
         Bench,
         BenchConfig,
@@ -234,7 +237,12 @@ def _bench(
         model=model,
         conventions=_split(conventions),
         options=SuiteOptions(
-            categories=_split(categories), limit=limit, widths=_widths(widths), seed=seed
+            categories=_split(categories),
+            limit=limit,
+            widths=_widths(widths),
+            seed=seed,
+            task_file=str(task_file) if task_file is not None else None,
+            tools=tools,
         ),
         workers=workers if workers is not None else (0 if executor == "ray" else 1),
         base_url=base_url,
@@ -245,6 +253,12 @@ def _bench(
         ray=RayOptions(address=ray_address, cpus=ray_cpus, rate_limit=rate_limit),
     )
     bench = Bench(config)
+    row_suite = suite
+    if task_file is not None or suite == "tasks":
+        # A task file is read before the run starts, so that a mistake in it is
+        # one line naming the file, the task and the field, and nothing has run;
+        # its rows are labelled with the file's name.
+        row_suite = next((task.suite for task in bench.tasks()), suite)
     passed = 0
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -255,7 +269,7 @@ def _bench(
         console=err,
         transient=False,
     )
-    bar = progress.add_task(suite, total=None, passed=0)
+    bar = progress.add_task(row_suite, total=None, passed=0)
 
     # The bar starts once the run has its output open: a bad --out is an error line alone.
     def started(pending: int, total: int) -> None:
@@ -288,7 +302,8 @@ def _bench(
     except OSError as exc:
         raise UsageError(f"cannot write the report into {out}: {exc.strerror or exc}") from exc
     # The cost model runs fan-out entries; their rows belong to that suite.
-    row_suite = "fanout" if suite == "costmodel" else suite
+    if suite == "costmodel":
+        row_suite = "fanout"
     mine = [r for r in this_model if r.suite == row_suite]
     for convention in config.conventions:
         group = [r for r in mine if r.convention == convention]
@@ -298,7 +313,8 @@ def _bench(
             share = f"{100 * valid:.1f}% of {emitted}" if valid is not None else "nothing"
             err.print(
                 f"{convention}: {figures.correct}/{figures.entries} passed, "
-                f"schema-valid {share} emitted"
+                f"schema-valid {share} emitted; per entry {figures.rounds:.1f} rounds, "
+                f"{figures.calls:.1f} calls, {figures.wall_s:.2f} s"
             )
     if suite == "costmodel":
         for line in cost_table(this_model):
@@ -424,6 +440,22 @@ def costmodel(
     widths: WidthsOption = None,
 ) -> None:
     """Token cost model: fit tokens against N per convention, N* beside Patel et al. 2026."""
+
+
+@_suite_command("tasks")
+def tasks(
+    conventions: ConventionsOption = "json,code",
+    categories: Annotated[
+        str | None,
+        typer.Option(
+            "--categories",
+            help="currency, weather, units, inventory, calendar, time zones, calculator, "
+            "lookups, mixed (default: all).",
+        ),
+    ] = None,
+    limit: LimitOption = None,
+) -> None:
+    """Whole runs over twelve everyday tools: 39 tasks of 1 to 4 steps, checked exactly."""
 
 
 @bench_app.command("agentdojo")

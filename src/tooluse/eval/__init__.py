@@ -8,10 +8,14 @@ in Python::
     Bench(BenchConfig("fanout", out=Path("runs/fanout"), model="oracle")).run()
 
 A suite is a list of `Task` objects; subclass `Task` to measure your own tools
-the same way (``Bench(config, tasks=[...])``).
+the same way (``Bench(config, tasks=[...])``), or write the tasks as data: a
+`Dataset` of `Case`s, read from YAML or JSONL with `Dataset.from_file`, as
+``tooluse eval TASKS`` does (docs/evaluation.md).
 """
 
+from tooluse.eval._checks import Check, Contains, Number, Predicate, Regex
 from tooluse.eval._costmodel import Crossover, LineFit, crossover, fit_line, paper_crossover
+from tooluse.eval._dataset import Case, CaseTask, Dataset, ExpectedCall, TaskFileError
 from tooluse.eval._driver import CallPolicy
 from tooluse.eval._metrics import CallMetrics, call_metrics
 from tooluse.eval._oracle import OracleModel, oracle_for
@@ -33,18 +37,28 @@ __all__ = [
     "Call",
     "CallMetrics",
     "CallPolicy",
+    "Case",
+    "CaseTask",
     "ChainTask",
+    "Check",
+    "Contains",
     "Crossover",
+    "Dataset",
+    "ExpectedCall",
     "FanoutTask",
     "LineFit",
+    "Number",
     "OracleModel",
     "OracleTurn",
+    "Predicate",
     "RayOptions",
+    "Regex",
     "Row",
     "Score",
     "Setup",
     "SuiteOptions",
     "Task",
+    "TaskFileError",
     "Turn",
     "build_tasks",
     "call_metrics",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import UsageError
+from ._dataset import Dataset, load_dataset
 from ._rot import ROT_LEVELS, rot_tasks
 from ._synthetic import (
     CHAIN_LENGTHS,
@@ -25,9 +26,22 @@ from .bfcl import (
     paper_subset,
 )
 
-__all__ = ["COSTMODEL_WIDTHS", "SUITES", "SuiteOptions", "build_tasks", "suite_categories"]
+__all__ = [
+    "COSTMODEL_WIDTHS",
+    "EVERYDAY_TASKS",
+    "SUITES",
+    "USER_SUITE",
+    "SuiteOptions",
+    "build_tasks",
+    "suite_categories",
+]
 
-SUITES = ("bfcl", "fanout", "chain", "rot", "costmodel")
+SUITES = ("bfcl", "fanout", "chain", "rot", "costmodel", "tasks")
+#: The suite of a task file of your own (`SuiteOptions.task_file`); its rows are
+#: labelled with the file's name.
+USER_SUITE = "eval"
+#: The task file of ``tooluse bench tasks``: everyday tools, 1 to 4 steps a task.
+EVERYDAY_TASKS = Path(__file__).parent / "data" / "tasks.yaml"
 COSTMODEL_WIDTHS = (1, 2, 5, 10, 15, 20, 30, 40, 50, 60, 80, 100)
 
 _BFCL_GROUPS = {
@@ -42,7 +56,9 @@ class SuiteOptions:
     """What to build. Empty `categories` and `widths` mean the suite's defaults.
 
     `limit` keeps the first N entries of each category; `data_dir` points the
-    BFCL suites at a copy of BFCL's data directory.
+    BFCL suites at a copy of BFCL's data directory. `task_file` is the YAML or
+    JSONL file of the ``eval`` suite, and `tools` (``MODULE:ATTR``) its tools
+    when the file does not name them or to override them.
     """
 
     categories: tuple[str, ...] = ()
@@ -50,6 +66,8 @@ class SuiteOptions:
     widths: tuple[int, ...] = ()
     seed: int = 0
     data_dir: str | None = None
+    task_file: str | None = None
+    tools: str | None = None
 
 
 def suite_categories(suite: str) -> tuple[str, ...]:
@@ -62,6 +80,8 @@ def suite_categories(suite: str) -> tuple[str, ...]:
         return ("manager_chain",)
     if suite == "rot":
         return tuple(level.name for level in ROT_LEVELS)
+    if suite == "tasks":
+        return load_dataset(EVERYDAY_TASKS).categories()
     raise UsageError(f"unknown suite {suite!r}; choose one of: {', '.join(SUITES)}")
 
 
@@ -88,6 +108,12 @@ def _first(tasks: list[Task], limit: int | None) -> list[Task]:
 
 def build_tasks(suite: str, options: SuiteOptions) -> list[Task]:
     """Every task of `suite` that `options` select, in a stable order."""
+    if suite == USER_SUITE:
+        if options.task_file is None:
+            raise UsageError("the eval suite needs a task file")
+        return _from_file(load_dataset(Path(options.task_file), options.tools), options)
+    if suite == "tasks":
+        return _from_file(load_dataset(EVERYDAY_TASKS, options.tools), options)
     _check(suite, options.categories)
     widths = options.widths
     if suite == "bfcl":
@@ -105,6 +131,20 @@ def build_tasks(suite: str, options: SuiteOptions) -> list[Task]:
         tasks = rot_tasks(levels, widths, widths, seed=options.seed)
     else:
         tasks = rot_tasks(levels, seed=options.seed)
+    return _first(tasks, options.limit)
+
+
+def _from_file(dataset: Dataset, options: SuiteOptions) -> list[Task]:
+    tasks = dataset.tasks()
+    if options.categories:
+        known = dataset.categories()
+        unknown = [c for c in options.categories if c not in known]
+        if unknown:
+            raise UsageError(
+                f"unknown {dataset.name} categories: {', '.join(unknown)}; "
+                f"choose from: {', '.join(known) or '(the tasks name none)'}"
+            )
+        tasks = [t for t in tasks if t.category in options.categories]
     return _first(tasks, options.limit)
 
 
