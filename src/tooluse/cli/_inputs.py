@@ -5,9 +5,7 @@ Shared by the commands of every module here, so none imports another command's m
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -18,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._exceptions import UsageError
+from .._imports import import_target
 from ..run._trace import JsonlTrace
 from ..tools import Tool, Toolbox
 from ._extras import need
@@ -53,20 +52,12 @@ def load_attribute(target: str, *, given_as: str) -> Any:
         raise UsageError(
             f"{given_as} takes MODULE:ATTR, e.g. examples.seed_tools:toolbox; got {target!r}"
         )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from exc
-    except Exception as exc:
-        # The module is the user's code: a syntax error or anything its top level
-        # raises is a mistake in the toolbox named, not a failure of tooluse.
-        raise UsageError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+        return import_target(target)
+    except ValueError as exc:
+        # The module is the user's code: whatever importing it raised is a mistake in
+        # what was named, not a failure of tooluse.
+        raise UsageError(str(exc)) from None
 
 
 class _WarningLine(logging.Handler):

@@ -7,18 +7,16 @@ that a task file's checks can be built once, compared and shown.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
-import os
 import re
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import RunResult
+from .._imports import import_target
 
 __all__ = [
     "Check",
@@ -27,7 +25,6 @@ __all__ = [
     "Predicate",
     "Regex",
     "check_answer",
-    "import_target",
     "numbers_in",
 ]
 
@@ -176,34 +173,6 @@ def _positional(function: Callable[..., Any]) -> int:
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
         return 2
     return sum(1 for p in parameters if p.kind in kinds)
-
-
-def import_target(target: str) -> Any:
-    """What ``module:attribute`` names, imported from the working directory or the path.
-
-    Raises ValueError saying what is wrong (the caller adds where it was written).
-    """
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(
-            f"expected MODULE:NAME, e.g. examples.finance.checks:is_polite; got {target!r}"
-        )
-    # Task files name modules of the project they sit in, run from its root.
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r}: {exc}") from None
-    except Exception as exc:
-        raise ValueError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
-    value: Any = module
-    for part in attribute.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    return value
 
 
 def check_answer(checks: Sequence[Check], answer: str, result: RunResult) -> list[str]:

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import RunResult, Toolbox
+from .._imports import import_target
 from ..tools import Tool
-from ._checks import Check, Contains, Number, Predicate, Regex, check_answer, import_target
+from ._checks import Check, Contains, Number, Predicate, Regex, check_answer
 from ._matching import maximum_matching
 from ._metrics import call_metrics, values_equal
 from ._oracle import statements_script
