@@ -1,10 +1,18 @@
 """The typed events of a run: what the JSONL trace records and sinks receive.
 
-Every event is a frozen dataclass with a `kind` (its tag), a timestamp `t`
-(seconds since the epoch) and one dict form, `to_dict`, which is exactly the
-line a `JsonlTrace` writes::
+Every event is a frozen dataclass with a `kind` (what happened, as a stream
+names it), a `tag` (its name in a trace, the same as `kind` unless the class
+says otherwise), a timestamp `t` (seconds since the epoch) and one dict form,
+`to_dict`, which is exactly the line a `JsonlTrace` writes::
 
-    {"event": KIND, "v": SCHEMA_VERSION, ...fields..., "t": T}
+    {"event": TAG, "v": SCHEMA_VERSION, ...fields..., "t": T}
+
+One run makes one sequence of these events. A sink (the trace, ``on_event``,
+OpenTelemetry) takes those whose class is `traced`; `Agent.stream` gives
+those whose class is `streamed`. The ends of calls and scripts, context moves
+and approval requests are both, the very same objects: ``CallEnd`` and
+``CallRejected`` share ``kind`` ``call_end`` (their base `CallOutcome`),
+``ContextOffload`` and ``ContextCompress`` share ``context`` (`ContextMove`).
 
 `event_from_dict` reads any such line back into its class; a line written
 before the schema carried ``"v"`` reads the same (its keys are the same), and
@@ -25,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ._messages import Usage
-from ._records import CallRecord, RejectedCall, ScriptRecord
+from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from .policy._approval import ApprovalRequest
 
 __all__ = [
@@ -34,9 +42,11 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalNeeded",
     "CallEnd",
+    "CallOutcome",
     "CallRejected",
     "CallStart",
     "ContextCompress",
+    "ContextMove",
     "ContextOffload",
     "Event",
     "Feedback",
@@ -56,17 +66,13 @@ __all__ = [
     "ScriptOutput",
     "ScriptStart",
     "UnknownEvent",
+    "call_outcome",
+    "context_move",
     "event_from_dict",
 ]
 
 #: The version of the dict form every event writes as ``"v"``.
 SCHEMA_VERSION = 1
-
-#: The context tools an agent may call, and the context event each successful call is.
-CONTEXT_TOOLS: Mapping[str, str] = {
-    "context_offload": "context_offload",
-    "context_compress": "context_compress",
-}
 
 
 def _now() -> float:
@@ -75,18 +81,30 @@ def _now() -> float:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """The base of every event: its tag `kind` and its time `t`."""
+    """The base of every event: its `kind`, its trace `tag` and its time `t`."""
 
+    #: What happened, as consumers (and the stream) name it.
     kind: ClassVar[str] = "event"
+    #: The event's name in its dict form (``"event"``); `kind` unless a class sets it.
+    tag: ClassVar[str] = "event"
+    #: Whether sinks (the trace, ``on_event``, OpenTelemetry) are given it.
+    traced: ClassVar[bool] = True
+    #: Whether `Agent.stream` gives it.
+    streamed: ClassVar[bool] = False
     # Two events are equal when they say the same thing, whenever they were made.
     t: float = field(default_factory=_now, kw_only=True, compare=False)
+
+    def __init_subclass__(cls) -> None:
+        # (No zero-argument super here: a slotted dataclass is a copy of its class.)
+        if "tag" not in cls.__dict__ and "kind" in cls.__dict__:
+            cls.tag = cls.kind
 
     def _body(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
         """The event's one dict form (a trace line); `event_from_dict` reads it back."""
-        return {"event": self.kind, "v": SCHEMA_VERSION, **self._body(), "t": self.t}
+        return {"event": self.tag, "v": SCHEMA_VERSION, **self._body(), "t": self.t}
 
     @classmethod
     def _from_body(cls, data: Mapping[str, Any], t: float) -> Event:
@@ -96,7 +114,7 @@ class Event:
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
         """The event `to_dict` wrote (`ValueError` if `data` is not this class's form)."""
         tag = data.get("event")
-        if cls is not Event and tag not in _TAGS_OF.get(cls, (cls.kind,)):
+        if cls is not Event and tag not in _TAGS_OF.get(cls, (cls.tag,)):
             raise ValueError(f"a {tag!r} event is not a {cls.__name__}")
         if cls is Event:
             return event_from_dict(data)
@@ -267,6 +285,8 @@ class ModelDelta(Event):
     """
 
     kind: ClassVar[str] = "text"
+    traced: ClassVar[bool] = False
+    streamed: ClassVar[bool] = True
     text: str
     round: int
 
@@ -315,6 +335,8 @@ class RoundEnd(Event):
     """
 
     kind: ClassVar[str] = "round_end"
+    traced: ClassVar[bool] = False
+    streamed: ClassVar[bool] = True
     round: int
     usage: Usage | None
 
@@ -356,6 +378,8 @@ class CallStart(Event):
     """
 
     kind: ClassVar[str] = "call_start"
+    traced: ClassVar[bool] = False
+    streamed: ClassVar[bool] = True
     id: str | None
     name: str
     round: int
@@ -369,12 +393,17 @@ class CallStart(Event):
         return cls(d.get("id"), str(d["name"]), int(d["round"]), int(d.get("index", 0)), t=t)
 
 
-@dataclass(frozen=True, slots=True)
-class CallEnd(Event):
-    """A call the runtime executed ended; its dict form is the record's, flat."""
+class CallOutcome:
+    """A call ended, whichever way: `CallEnd` (it ran) or `CallRejected` (refused).
 
-    kind: ClassVar[str] = "call"
-    record: CallRecord
+    Not an event class of its own, only what the two share: match on it for every
+    ended call (``kind`` ``call_end``); the dict form is the record's, flat.
+    """
+
+    __slots__ = ()
+    kind: ClassVar[str] = "call_end"
+    streamed: ClassVar[bool] = True
+    record: Outcome
 
     @property
     def id(self) -> str:
@@ -390,6 +419,14 @@ class CallEnd(Event):
 
     def _body(self) -> dict[str, Any]:
         return self.record.to_dict()
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnd(CallOutcome, Event):
+    """A call the runtime executed ended; its dict form is the record's, flat."""
+
+    tag: ClassVar[str] = "call"
+    record: CallRecord
 
     @classmethod
     def _from_body(cls, d: Mapping[str, Any], t: float) -> CallEnd:
@@ -397,30 +434,20 @@ class CallEnd(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class CallRejected(Event):
+class CallRejected(CallOutcome, Event):
     """A call refused before it ran (invalid, or denied); the dict is the record's, flat."""
 
-    kind: ClassVar[str] = "rejected"
+    tag: ClassVar[str] = "rejected"
     record: RejectedCall
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
-    def name(self) -> str:
-        return self.record.name
-
-    @property
-    def round(self) -> int:
-        return self.record.round
-
-    def _body(self) -> dict[str, Any]:
-        return self.record.to_dict()
 
     @classmethod
     def _from_body(cls, d: Mapping[str, Any], t: float) -> CallRejected:
         return cls(RejectedCall.from_dict(dict(d)), t=t)
+
+
+def call_outcome(outcome: Outcome) -> CallEnd | CallRejected:
+    """The event of a call that ended as `outcome` says."""
+    return CallEnd(outcome) if isinstance(outcome, CallRecord) else CallRejected(outcome)
 
 
 # --- scripts and plans -----------------------------------------------------------------
@@ -431,6 +458,8 @@ class ScriptStart(Event):
     """A script (code convention) starts. Streams give these."""
 
     kind: ClassVar[str] = "script_start"
+    traced: ClassVar[bool] = False
+    streamed: ClassVar[bool] = True
     id: str
     code: str
     round: int
@@ -448,6 +477,8 @@ class ScriptOutput(Event):
     """One line a script printed (without its newline), as it printed it. Streams only."""
 
     kind: ClassVar[str] = "script_output"
+    traced: ClassVar[bool] = False
+    streamed: ClassVar[bool] = True
     id: str
     line: str
 
@@ -461,9 +492,15 @@ class ScriptOutput(Event):
 
 @dataclass(frozen=True, slots=True)
 class ScriptEnd(Event):
-    """A script ended, as its `ScriptRecord` says; `replayed` holds call ids."""
+    """A script ended, as its `ScriptRecord` says; `replayed` holds call ids.
 
-    kind: ClassVar[str] = "script"
+    A script that stopped at a call waiting for approval ends with status
+    ``paused`` (its `record` is then None); resumed, it ends again.
+    """
+
+    kind: ClassVar[str] = "script_end"
+    tag: ClassVar[str] = "script"
+    streamed: ClassVar[bool] = True
     id: str
     code: str
     status: str
@@ -475,6 +512,29 @@ class ScriptEnd(Event):
     duration_s: float = 0.0
     repairs: tuple[str, ...] = ()
     replayed: tuple[str, ...] = ()
+    # The record the event was made from; not part of the dict form or of equality.
+    _record: ScriptRecord | None = field(default=None, kw_only=True, compare=False, repr=False)
+
+    @property
+    def record(self) -> ScriptRecord | None:
+        """The script's record, None if it paused: the one the run made, or for an event
+        read from a trace one rebuilt from the fields (its replayed calls by id only)."""
+        if self.status == "paused":
+            return None
+        if self._record is not None:
+            return self._record
+        return ScriptRecord(
+            self.id,
+            self.code,
+            self.status,
+            self.stdout,
+            self.error,
+            self.round,
+            self.calls,
+            self.truncated,
+            self.duration_s,
+            self.repairs,
+        )
 
     @classmethod
     def of(cls, record: ScriptRecord) -> ScriptEnd:
@@ -491,6 +551,7 @@ class ScriptEnd(Event):
             record.duration_s,
             record.repairs,
             tuple(c.id for c in record.replayed),
+            _record=record,
         )
 
     def _body(self) -> dict[str, Any]:
@@ -581,40 +642,94 @@ class PlanEnd(Event):
 # --- the context -----------------------------------------------------------------------
 
 
+class ContextMove:
+    """Messages left the window: `ContextOffload` or `ContextCompress`.
+
+    Not an event class of its own, only what the two share (``kind`` ``context``).
+    `by` is ``harness`` (the budget made room) or ``agent`` (a context tool the
+    model called: `call_id`, and `ids` are the message ids it named).
+    """
+
+    __slots__ = ()
+    kind: ClassVar[str] = "context"
+    streamed: ClassVar[bool] = True
+    #: ``offload`` or ``compress``.
+    action: ClassVar[str] = ""
+    by: str
+    ids: tuple[str, ...]
+    round: int
+    call_id: str | None
+
+    def _body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"by": self.by, "ids": list(self.ids), "round": self.round}
+        if self.call_id is not None:
+            body["call_id"] = self.call_id
+        return body
+
+
+def _context_fields(d: Mapping[str, Any]) -> tuple[str, tuple[str, ...], int, str | None]:
+    call_id = d.get("call_id")
+    return (
+        str(d.get("by", "")),
+        tuple(str(i) for i in d.get("ids", ())),
+        int(d.get("round", 0)),
+        None if call_id is None else str(call_id),
+    )
+
+
 @dataclass(frozen=True, slots=True)
-class ContextOffload(Event):
+class ContextOffload(ContextMove, Event):
     """Messages left the window for the store, moved by the ``harness`` or the ``agent``."""
 
-    kind: ClassVar[str] = "context_offload"
+    tag: ClassVar[str] = "context_offload"
+    action: ClassVar[str] = "offload"
     by: str
     ids: tuple[str, ...]
     round: int = 0
-
-    def _body(self) -> dict[str, Any]:
-        return {"by": self.by, "ids": list(self.ids), "round": self.round}
+    call_id: str | None = None
 
     @classmethod
     def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextOffload:
-        ids = tuple(str(i) for i in d.get("ids", ()))
-        return cls(str(d.get("by", "")), ids, int(d.get("round", 0)), t=t)
+        return cls(*_context_fields(d), t=t)
 
 
 @dataclass(frozen=True, slots=True)
-class ContextCompress(Event):
+class ContextCompress(ContextMove, Event):
     """Messages of the window were replaced by a summary (the agent's ``context_compress``)."""
 
-    kind: ClassVar[str] = "context_compress"
+    tag: ClassVar[str] = "context_compress"
+    action: ClassVar[str] = "compress"
     by: str
     ids: tuple[str, ...]
     round: int = 0
-
-    def _body(self) -> dict[str, Any]:
-        return {"by": self.by, "ids": list(self.ids), "round": self.round}
+    call_id: str | None = None
 
     @classmethod
     def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextCompress:
-        ids = tuple(str(i) for i in d.get("ids", ()))
-        return cls(str(d.get("by", "")), ids, int(d.get("round", 0)), t=t)
+        return cls(*_context_fields(d), t=t)
+
+
+#: The context tools an agent may call, and the context event each successful call is.
+CONTEXT_TOOLS: Mapping[str, type[ContextOffload | ContextCompress]] = {
+    "context_offload": ContextOffload,
+    "context_compress": ContextCompress,
+}
+
+
+def context_move(record: CallRecord) -> ContextOffload | ContextCompress | None:
+    """The context event of a context tool call that succeeded (`CONTEXT_TOOLS`), else None.
+
+    Its `ids` are those the call named (``span_ids``).
+    """
+    cls = CONTEXT_TOOLS.get(record.name)
+    if cls is None or not record.ok:
+        return None
+    named = record.arguments.get("span_ids") or ()
+    if isinstance(named, str):
+        ids: tuple[str, ...] = (named,)
+    else:
+        ids = tuple(str(i) for i in named) if isinstance(named, list | tuple) else ()
+    return cls("agent", ids, record.round, record.id)
 
 
 # --- approvals -------------------------------------------------------------------------
@@ -624,8 +739,15 @@ class ContextCompress(Event):
 class ApprovalNeeded(Event):
     """Calls wait for a decision; the run stops with status ``needs_approval``."""
 
-    kind: ClassVar[str] = "approval_needed"
+    kind: ClassVar[str] = "approval"
+    tag: ClassVar[str] = "approval_needed"
+    streamed: ClassVar[bool] = True
     pending: tuple[ApprovalRequest, ...]
+
+    @property
+    def requests(self) -> tuple[ApprovalRequest, ...]:
+        """`pending` (the name the stream's event had)."""
+        return self.pending
 
     @property
     def round(self) -> int:
@@ -692,8 +814,9 @@ class UnknownEvent(Event):
     data: Mapping[str, Any]
     problem: str = ""
 
+    # An unknown line's tag is the line's own.
     @property
-    def tag(self) -> str:
+    def tag(self) -> str:  # type: ignore[override]
         return str(self.data.get("event", "?"))
 
     def _body(self) -> dict[str, Any]:
@@ -738,7 +861,7 @@ _TAGS_OF: dict[type[Event], tuple[str, ...]] = {
 }
 
 _BY_TAG: dict[str, type[Event]] = {
-    tag: cls for cls in _CLASSES for tag in _TAGS_OF.get(cls, (cls.kind,))
+    tag: cls for cls in _CLASSES for tag in _TAGS_OF.get(cls, (cls.tag,))
 }
 
 

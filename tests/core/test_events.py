@@ -54,7 +54,7 @@ def test_every_event_class_has_a_sample() -> None:
 @pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).__name__)
 def test_each_event_round_trips_through_its_versioned_dict(event: events.Event) -> None:
     data = json.loads(json.dumps(event.to_dict()))
-    assert data["event"] == event.kind and data["v"] == events.SCHEMA_VERSION
+    assert data["event"] == event.tag and data["v"] == events.SCHEMA_VERSION
     assert data["t"] == event.t
     assert events.event_from_dict(data) == event
     assert type(event).from_dict(data) == event

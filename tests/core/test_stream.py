@@ -568,3 +568,128 @@ def test_a_deferred_call_is_an_approval_event_and_the_run_stops_for_it(sandbox: 
         "round_end",
         "done",
     ]
+
+
+# --- one vocabulary: the stream's events are the trace's -----------------------------------
+
+#: The trace tags of the events both a stream and a trace have.
+SHARED = {"call", "rejected", "script", "context_offload", "context_compress", "approval_needed"}
+
+
+def _shared_lines(path: Path) -> list[dict[str, Any]]:
+    return [line for line in read_trace(path) if line["event"] in SHARED]
+
+
+def test_the_streams_ends_moves_and_approvals_are_the_traces_own_events(tmp_path: Path) -> None:
+    replies: list[Any] = [
+        {"tool_calls": [_call("c1", "read_page", {"n": 1})]},
+        {"tool_calls": [_call("c2", "read_page", {"page": 2})]},  # refused: no such argument
+        {"tool_calls": [_call("c3", "context_offload", {"span_ids": ["m2", "m3"]})]},
+        *[{"tool_calls": [_call(f"c{n}", "read_page", {"n": n})]} for n in range(4, 12)],
+        {"content": "done"},
+    ]
+    agent = Agent(
+        ScriptedModel(replies),
+        [read_page],
+        context=ContextPolicy(budget=2_500),
+        max_rounds=20,
+        trace=tmp_path / "run.jsonl",
+    )
+    events = list(agent.stream_sync("Read the manual."))
+    shared = [e for e in events if e.to_dict()["event"] in SHARED]
+    # The very events, made once: their dict forms, times included, are the trace's lines.
+    assert [json.loads(json.dumps(e.to_dict())) for e in shared] == _shared_lines(
+        tmp_path / "run.jsonl"
+    )
+    assert {e.to_dict()["event"] for e in shared} == {
+        "call",
+        "rejected",
+        "context_offload",
+    }
+    moved = [e.to_dict() for e in shared if e.to_dict()["event"] == "context_offload"]
+    assert {"by": "agent", "ids": ["m2", "m3"], "round": 3, "call_id": "c3"}.items() <= moved[
+        0
+    ].items()
+
+
+def _compressing_agent(**options: Any) -> Agent:
+    replies: list[Any] = [
+        {"tool_calls": [_call("c1", "read_page", {"n": 1})]},
+        {"tool_calls": [_call("c2", "read_page", {"n": 2})]},
+        {
+            "tool_calls": [
+                _call("c3", "context_compress", {"span_ids": ["m2", "m3"], "summary": "page 1"})
+            ]
+        },
+        {"content": "done"},
+    ]
+    policy = ContextPolicy(budget=50_000)
+    return Agent(ScriptedModel(replies), [read_page], context=policy, **options)
+
+
+def test_the_agents_compress_is_a_context_compress_event_in_the_trace_and_the_stream(
+    tmp_path: Path,
+) -> None:
+    from tooluse.events import ContextCompress
+
+    ran = _compressing_agent(trace=tmp_path / "ran.jsonl").run("Read two pages.")
+    assert ran.status == "completed" and ran.calls[-1].ok
+    compressed = {"by": "agent", "ids": ["m2", "m3"], "round": 3, "call_id": "c3"}
+    (line,) = [e for e in read_trace(tmp_path / "ran.jsonl") if e["event"] == "context_compress"]
+    assert {k: line[k] for k in compressed} == compressed
+
+    events = list(_compressing_agent(trace=tmp_path / "st.jsonl").stream_sync("Read two pages."))
+    (event,) = [e for e in events if isinstance(e, ContextCompress)]
+    assert (event.by, event.ids, event.round, event.call_id) == ("agent", ("m2", "m3"), 3, "c3")
+    assert event.kind == "context" and event.action == "compress"
+    (again,) = [e for e in read_trace(tmp_path / "st.jsonl") if e["event"] == "context_compress"]
+    assert again == json.loads(json.dumps(event.to_dict()))
+
+
+def test_a_script_paused_for_approval_ends_paused_in_the_stream_and_the_trace(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    from tooluse.events import ScriptEnd
+
+    script = (
+        "```python\nfrom tools import get_exchange_rate\n"
+        "print('asking')\nprint(get_exchange_rate('USD', 'EUR'))\n```"
+    )
+    ask_all = ApprovalPolicy(lambda request: Approval.defer("ask the user"), asks="all")
+    agent = Agent(
+        ScriptedModel([script, "never reached"]),
+        [get_exchange_rate],
+        convention="code",
+        sandbox=sandbox,
+        approval=ask_all,
+        trace=tmp_path / "run.jsonl",
+    )
+    events = list(agent.stream_sync("Convert"))
+    result = events[-1].result  # type: ignore[union-attr]
+    assert result.status == "needs_approval" and result.scripts == []
+    (ended,) = [e for e in events if isinstance(e, ScriptEnd)]
+    assert ended.status == "paused" and ended.record is None
+    assert [e.kind for e in events][-4:] == ["approval", "script_end", "round_end", "done"]
+    tags = [line["event"] for line in read_trace(tmp_path / "run.jsonl")]
+    assert tags[-4:] == ["approval_needed", "script", "paused", "run_end"]
+    (line,) = [line for line in read_trace(tmp_path / "run.jsonl") if line["event"] == "script"]
+    assert line == json.loads(json.dumps(ended.to_dict()))
+
+
+async def test_a_stream_read_from_task_after_task_is_one_run(sandbox: Sandbox) -> None:
+    # Each event asked for by a task of its own: what the convention learnt of the run
+    # when it started (its tools) still holds when the reply is read.
+    stream = _agent("code", sandbox).stream("Convert 100 USD")
+    events = []
+    while True:
+        try:
+            events.append(await asyncio.create_task(_next(stream)))
+        except StopAsyncIteration:
+            break
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.result.status == "completed"
+    assert done.result.answer == "100 USD is 92 EUR or 79 GBP."
+
+
+async def _next(stream: Any) -> Any:
+    return await stream.__anext__()

@@ -106,7 +106,7 @@ def _render_event(event: Event) -> None:
         case CallRejected(record=rejected):
             name = escape(rejected.name or "?")
             err.print(f"[red]✗ rejected {name}[/]: {escape(rejected.error)}")
-        case ScriptEnd():
+        case ScriptEnd(status=status) if status != "paused":  # a paused one ends later
             err.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
             colour = "green" if event.status == "ok" else "red"
             err.print(f"[{colour}]▶ {event.id}: {event.status}, {event.calls} calls[/]")

@@ -11,21 +11,21 @@ from rich.syntax import Syntax
 
 from .._messages import Message
 from .._records import CallRecord, RejectedCall
-from ..events import CallEnd, CallRejected, Event
+from ..events import (
+    ApprovalNeeded,
+    CallOutcome,
+    CallStart,
+    ContextMove,
+    Event,
+    ModelDelta,
+    ScriptEnd,
+    ScriptOutput,
+    ScriptStart,
+    call_outcome,
+)
 from ..run._agent import Agent
 from ..run._result import RunResult
-from ..run._stream import (
-    ApprovalEvent,
-    CallEndEvent,
-    CallStartEvent,
-    ContextEvent,
-    ScriptEndEvent,
-    ScriptOutputEvent,
-    ScriptStartEvent,
-    StreamEvent,
-    SyncRunStream,
-    TextEvent,
-)
+from ..run._stream import StreamEvent, SyncRunStream
 
 __all__ = ["LiveView"]
 
@@ -75,39 +75,38 @@ class LiveView:
         records: list[CallRecord | RejectedCall] = [*result.calls, *result.rejected]
         for record in records:
             if record.id not in self._shown:
-                self.render_record(_ended(record))
+                self.render_record(call_outcome(record))
         return result
 
     def show(self, event: StreamEvent) -> None:
-        if isinstance(event, TextEvent):
+        if isinstance(event, ModelDelta):
             self.console.print(event.text, end="", style="dim", markup=False, highlight=False)
             self._text[event.round] = self._text.get(event.round, "") + event.text
             self._in_text = True
             return
         self._end_text()
-        if isinstance(event, CallStartEvent):
+        if isinstance(event, CallStart):
             self.console.print(f"[cyan]… {escape(event.name)}[/]")
-        elif isinstance(event, CallEndEvent):
+        elif isinstance(event, CallOutcome):
             self._shown.add(event.record.id)
-            self.render_record(_ended(event.record))
-        elif isinstance(event, ScriptStartEvent):
+            self.render_record(event)
+        elif isinstance(event, ScriptStart):
             if _holds(self._text.get(event.round, ""), event.code):
                 self.console.print(f"[cyan]… {escape(event.id)}[/]")
             else:  # the script came some other way than the streamed text (a call's arguments)
                 self.console.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
-        elif isinstance(event, ScriptOutputEvent):
+        elif isinstance(event, ScriptOutput):
             self.console.print(f"[dim]│[/] {escape(event.line)}", highlight=False)
-        elif isinstance(event, ScriptEndEvent) and event.record is not None:
-            record = event.record
-            colour = "green" if record.status == "ok" else "red"
-            self.console.print(f"[{colour}]▶ {record.id}: {record.status}, {record.calls} calls[/]")
-            if record.error:
-                self.console.print(escape(record.error))
-        elif isinstance(event, ContextEvent):
+        elif isinstance(event, ScriptEnd) and event.status != "paused":
+            colour = "green" if event.status == "ok" else "red"
+            self.console.print(f"[{colour}]▶ {event.id}: {event.status}, {event.calls} calls[/]")
+            if event.error:
+                self.console.print(escape(event.error))
+        elif isinstance(event, ContextMove):
             ids = ", ".join(event.ids) or "-"
             self.console.print(f"[blue]⇢ context {event.action} by the {event.by}[/]: {ids}")
-        elif isinstance(event, ApprovalEvent):
-            names = ", ".join(sorted({r.tool for r in event.requests}))
+        elif isinstance(event, ApprovalNeeded):
+            names = ", ".join(sorted({r.tool for r in event.pending}))
             self.console.print(f"[yellow]⏸ waiting for approval[/]: {escape(names)}")
 
     def streamed(self, text: str) -> bool:
@@ -130,7 +129,3 @@ def _holds(shown: str, text: str) -> bool:
     return bool(lines) and any(
         seen[i : i + len(lines)] == lines for i in range(len(seen) - len(lines) + 1)
     )
-
-
-def _ended(record: CallRecord | RejectedCall) -> CallEnd | CallRejected:
-    return CallEnd(record) if isinstance(record, CallRecord) else CallRejected(record)

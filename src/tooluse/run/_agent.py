@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .. import events as ev
 from .._eventloop import PrivateLoop
 from .._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
 from .._expect import Expect, check_expectations, check_tools
 from .._messages import Message
-from .._records import Outcome
+from .._records import CallRecord, Outcome
 from .._tokens import count_tokens
 from ..context._store import ContextStore
 from ..context._window import ContextPolicy, ContextWindow
 from ..conventions import Convention, get_convention
 from ..dispatch._dispatch import Dispatcher
 from ..dispatch._scripts import ScriptRunner
-from ..models import Model, ToolChoice
+from ..models import CallDelta, Delta, Model, ToolChoice
 from ..policy._approval import (
     Approval,
     ApprovalPolicy,
@@ -41,6 +53,7 @@ from ..search import SearchMode, SearchRun, ToolSearch
 from ..tools import Tool, Toolbox
 from ._loop import (
     AskModel,
+    Effect,
     LoopConfig,
     RunCalls,
     RunScript,
@@ -52,7 +65,7 @@ from ._otel import check_otel, otel_enabled, otel_sink
 from ._result import RunResult
 from ._searching import more_tools_note, render_for, search_on, search_tool_name
 from ._state import Paused
-from ._stream import RunStream, StreamHooks, SyncRunStream, open_stream
+from ._stream import RunStream, SyncRunStream, open_stream
 from ._trace import EventSink, JsonlTrace, TypedSink, as_dict_sink
 
 if TYPE_CHECKING:
@@ -273,15 +286,7 @@ class Agent:
         waited for, whatever it does with its cancellation.
         """
         _outside_a_loop("Agent.run()", "await Agent.arun()")
-        run = self._open(task, expect)
-        try:
-            # The first Ctrl-C cancels the run, and KeyboardInterrupt is raised once the
-            # run has unwound; a tool given up on is left behind, never waited for.
-            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
-                loop.run(self._play(run, task, history))
-        except KeyboardInterrupt:
-            return run.end(interrupted=True)
-        return run.end()
+        return self._blocking(self._open(task, expect), history)
 
     async def arun(
         self,
@@ -297,14 +302,7 @@ class Agent:
         asyncio's timeouts and task groups need; the partial `RunResult` is
         the exception's ``result`` attribute.
         """
-        run = self._open(task, expect)
-        try:
-            await self._play(run, task, history)
-        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
-            # The exception must stay asyncio's own, so the result rides on it.
-            exc.result = run.end(interrupted=True)  # type: ignore[union-attr]
-            raise
-        return run.end()
+        return await self._awaited(self._open(task, expect), history)
 
     def stream(
         self,
@@ -315,10 +313,12 @@ class Agent:
     ) -> RunStream:
         """Run `task` as `arun` does, giving its events as they happen.
 
-        ``async for event in agent.stream(task)``: each event has a ``kind``
-        (``text``, ``call_start``, ``call_end``, ``script_start``,
-        ``script_output``, ``script_end``, ``context``, ``approval``,
-        ``round_end``), and the last, ``done``, carries the `RunResult` that
+        ``async for event in agent.stream(task)``: each event is one of
+        `tooluse.events`, with a ``kind`` (``text``, ``call_start``,
+        ``call_end``, ``script_start``, ``script_output``, ``script_end``,
+        ``context``, ``approval``, ``round_end``); the ends of calls and scripts,
+        context moves and approval requests are the very events the trace
+        writes. The last, `DoneEvent` (``done``), carries the `RunResult` that
         `run` returns for the same replies. The run goes on only while the
         consumer does: no call or script starts until every event before it
         was taken, and no model request goes out while the consumer is away,
@@ -328,7 +328,7 @@ class Agent:
         (``await stream.aclose()``) or the task cancelled, and keeps every call
         that ended.
         """
-        return self._stream(self._open(task, expect), task, history)
+        return self._stream(self._open(task, expect), history)
 
     def stream_sync(
         self,
@@ -344,8 +344,7 @@ class Agent:
         ``cancelled``, as `run` returns one.
         """
         _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
-        run = self._open(task, expect)
-        return SyncRunStream(self._stream(run, task, history))
+        return SyncRunStream(self._stream(self._open(task, expect), history))
 
     def resume(
         self,
@@ -372,13 +371,7 @@ class Agent:
         before anything runs, so each approval is used once.
         """
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
-        run = self._reopen(result, decisions, expect)
-        try:
-            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
-                loop.run(self._play(run, run.task, (), paused=result.paused))
-        except KeyboardInterrupt:
-            return run.end(interrupted=True)
-        return run.end()
+        return self._blocking(self._reopen(result, decisions, expect))
 
     async def aresume(
         self,
@@ -388,13 +381,7 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
     ) -> RunResult:
         """`resume`, for async code (cancelled, it behaves as `arun` does)."""
-        run = self._reopen(result, decisions, expect)
-        try:
-            await self._play(run, run.task, (), paused=result.paused)
-        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
-            exc.result = run.end(interrupted=True)  # type: ignore[union-attr]
-            raise
-        return run.end()
+        return await self._awaited(self._reopen(result, decisions, expect))
 
     def resume_stream(
         self,
@@ -410,8 +397,7 @@ class Agent:
         the run from where it stopped; the ``done`` event's result holds the
         whole run, as `resume` returns it.
         """
-        run = self._reopen(result, decisions, expect)
-        return self._stream(run, run.task, (), paused=result.paused)
+        return self._stream(self._reopen(result, decisions, expect))
 
     def resume_stream_sync(
         self,
@@ -422,9 +408,7 @@ class Agent:
     ) -> SyncRunStream:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
         _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
-        run = self._reopen(result, decisions, expect)
-        stream = self._stream(run, run.task, (), paused=result.paused)
-        return SyncRunStream(stream)
+        return SyncRunStream(self._stream(self._reopen(result, decisions, expect)))
 
     def _reopen(
         self,
@@ -460,7 +444,7 @@ class Agent:
         for key, decision in granted:
             gate.grant(key, decision)
         run.state.restore(result)
-        run.approvals_before = list(result.approvals)
+        run.approvals_before = tuple(result.approvals)
         run.emit(ev.ApprovalDecided(tuple(sorted(decisions))))
         return run
 
@@ -535,6 +519,7 @@ class Agent:
             dispatcher=dispatcher,
             task=task,
             ended=ended,
+            paused=paused,
         )
         run.state.context = window
         if searching is not None:
@@ -559,32 +544,114 @@ class Agent:
         )
         return run
 
-    def _stream(
-        self,
-        run: _Run,
-        task: str,
-        history: Sequence[Message],
-        *,
-        paused: Paused | None = None,
-    ) -> RunStream:
-        """`run` played as a stream of events (the one entry the stream module is given)."""
+    # --- the one core, and the ways of playing it ------------------------------------
 
-        async def play(hooks: StreamHooks) -> None:
-            await self._play(run, task, history, paused=paused, hooks=hooks)
+    def _blocking(self, run: _Run, history: Sequence[Message] = ()) -> RunResult:
+        """`run` played to its end on a private event loop; Ctrl-C ends it ``cancelled``."""
+        try:
+            # The first Ctrl-C cancels the run, and KeyboardInterrupt is raised once the
+            # run has unwound; a tool given up on is left behind, never waited for.
+            with PrivateLoop(lambda: run.dispatcher.left_behind) as loop:
+                loop.run(_drain(self._play(run, history)))
+        except KeyboardInterrupt:
+            return run.end(interrupted=True)
+        return run.end()
 
-        return open_stream(run, play, offloads=self.context is not None)
+    async def _awaited(self, run: _Run, history: Sequence[Message] = ()) -> RunResult:
+        """`run` played to its end in this task; a cancellation carries the result."""
+        try:
+            await _drain(self._play(run, history))
+        except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+            # The exception must stay asyncio's own, so the result rides on it.
+            exc.result = run.end(interrupted=True)  # type: ignore[union-attr]
+            raise
+        return run.end()
 
-    async def _play(
-        self,
-        run: _Run,
-        task: str,
-        history: Sequence[Message],
-        *,
-        paused: Paused | None = None,
-        hooks: StreamHooks | None = None,
-    ) -> None:
-        """Drive the loop until it ends; a cancellation or Ctrl-C passes through."""
+    def _stream(self, run: _Run, history: Sequence[Message] = ()) -> RunStream:
+        """`run` played watched: its streamed events, then its result."""
+        run.watch()
+        return open_stream(run, self._play(run, history))
+
+    async def _play(self, run: _Run, history: Sequence[Message]) -> AsyncGenerator[ev.Event, None]:
+        """Drive the loop until it ends, giving the events of a watched run as they are made.
+
+        Every entry point plays this. Sinks take each traced event the moment it is
+        made; a watched run (`_Run.watch`) also gives its streamed events here, and as
+        a generator goes on only while they are taken: nothing starts, and no model
+        request goes out, before its consumer asked for the event after every earlier
+        one. A cancellation, or the generator closed, stops the run where it is; any
+        other failure ends it with status ``error``.
+        """
         state = run.state
+        live = _Live(run)
+        runner: ScriptRunner | None = None
+        # The loop's own steps run in one context whichever task asks for the next event:
+        # a convention keeps what it learns of the run there (`PerRun`).
+        own = contextvars.copy_context()
+        try:
+            flow = await self._flow(run, history, own)
+            effect = _advance(own, flow, None)
+            while effect is not None:
+                live.before(effect)
+                while run.outbox:  # the events so far, taken before anything new starts
+                    yield run.outbox.popleft()
+                reply: Any
+                if isinstance(effect, AskModel):
+                    try:
+                        if run.watched:
+                            answer: list[Any] = []
+                            asking = self.model.respond_stream(effect.request, live.delta)
+                            async with contextlib.aclosing(_meanwhile(run, asking, answer)) as made:
+                                async for event in made:
+                                    yield event
+                            reply = answer[0]
+                        else:
+                            reply = await self.model.respond(effect.request)
+                    except ModelError as exc:
+                        effect = _advance(own, flow, exc)
+                        continue
+                elif isinstance(effect, RunCalls):
+                    reply = await run.dispatcher.run(
+                        effect.calls, round_=effect.round, source=effect.source
+                    )
+                elif isinstance(effect, RunScript):
+                    if runner is None:
+                        runner = ScriptRunner(
+                            run.tools, run.dispatcher, self.sandbox(), timeout=self.script_timeout
+                        )
+                    answer = []
+                    running = runner.run(
+                        effect.code,
+                        script_id=effect.id,
+                        round_=effect.round,
+                        repairs=effect.repairs,
+                        replay=effect.replay,
+                        awaited=effect.awaited,
+                        on_output=live.output,
+                        on_call=live.script_call,
+                    )
+                    async with contextlib.aclosing(_meanwhile(run, running, answer)) as made:
+                        async for event in made:
+                            yield event
+                    live.script_ends(effect)
+                    reply = answer[0]
+                else:
+                    raise TypeError(f"unknown effect {effect!r}")
+                effect = _advance(own, flow, reply)
+            live.finished()
+        except Exception as exc:
+            # The host never crashes on a run: whatever broke, the state so far is kept.
+            state.status = "error"
+            state.error = f"{type(exc).__name__}: {exc}"
+            run.emit(ev.InternalError(traceback.format_exc()))
+        run.played = True
+        while run.outbox:
+            yield run.outbox.popleft()
+
+    async def _flow(self, run: _Run, history: Sequence[Message], own: contextvars.Context) -> Flow:
+        """The loop of `run`, set up: what it trusts and has loaded, and its scope."""
+        state = run.state
+        paused = run.paused
         gate = run.dispatcher.gate
         if gate is not None and gate.provenance is not None and paused is None:
             for earlier in history:
@@ -601,27 +668,19 @@ class Agent:
             # Tools the conversation called already (an earlier run, a resumed one) stay loaded.
             said = [*history, *state.messages]
             run.searching.load(c.name for m in said for c in m.tool_calls if c.name in self.tools)
-        try:
-            if gate is not None and self.scope == "ask" and paused is None:
-                await self._ask_scope(run, gate, task)
-            shown = (run.shown or run.tools).callable_by(run.convention.caller)
-            prepared = run.convention.prepare(shown, run.system_prompt)
-            flow = agent_flow(
-                state,
-                task,
-                prepared,
-                run.convention,
-                self.config,
-                history=history,
-                paused=paused,
-            )
-            await self._drive(flow, run.dispatcher, run.tools, hooks)
-        except Exception as exc:
-            # The host never crashes on a run: whatever broke, the state so far is kept.
-            state.status = "error"
-            state.error = f"{type(exc).__name__}: {exc}"
-            run.emit(ev.InternalError(traceback.format_exc()))
-        run.played = True
+        if gate is not None and self.scope == "ask" and paused is None:
+            await self._ask_scope(run, gate, run.task)
+        shown = (run.shown or run.tools).callable_by(run.convention.caller)
+        prepared = own.run(run.convention.prepare, shown, run.system_prompt)
+        return agent_flow(
+            state,
+            run.task,
+            prepared,
+            run.convention,
+            self.config,
+            history=history,
+            paused=paused,
+        )
 
     async def _ask_scope(self, run: _Run, gate: Gate, task: str) -> None:
         """Fix the run's scope from the model's answer, before it has read anything."""
@@ -636,68 +695,171 @@ class Agent:
             )
         )
 
-    async def _drive(
-        self,
-        flow: Any,
-        dispatcher: Dispatcher,
-        tools: Toolbox | None = None,
-        hooks: StreamHooks | None = None,
-    ) -> None:
-        """Answer the loop's effects until it finishes; `hooks` see each one (streaming)."""
-        tools = tools if tools is not None else self.tools
-        runner: ScriptRunner | None = None
-        try:
-            effect = next(flow)
-        except StopIteration:
-            # Ended before asking for anything: a resume that cannot go on (its state says why).
-            if hooks is not None:
-                hooks.finished()
-            return
+
+#: The loop of one run (`agent_flow`).
+Flow = Generator[Effect, Any, None]
+
+_T = TypeVar("_T")
+
+
+def _advance(own: contextvars.Context, flow: Flow, reply: Any) -> Effect | None:
+    """The loop's next effect, given the last one's reply (a `ModelError` thrown in), in
+    the run's `own` context; None once it ended."""
+    try:
+        if isinstance(reply, ModelError):
+            return own.run(flow.throw, reply)
+        return own.run(flow.send, reply)
+    except StopIteration:
+        return None
+
+
+async def _drain(core: AsyncGenerator[ev.Event, None]) -> None:
+    """Play a run's core to its end (an unwatched run gives no events)."""
+    async for _ in core:
+        pass
+
+
+async def _meanwhile(
+    run: _Run, work: Coroutine[Any, Any, _T], answer: list[_T]
+) -> AsyncGenerator[ev.Event, None]:
+    """Do `work` (a streamed reply, a script), giving the events made while it runs; its
+    result goes into `answer`. Closed or cancelled early, it cancels the work."""
+    task = asyncio.ensure_future(work)
+    task.add_done_callback(run.ring)
+    try:
         while True:
-            try:
-                if isinstance(effect, AskModel):
-                    try:
-                        if hooks is None:
-                            reply: Any = await self.model.respond(effect.request)
-                        else:
-                            reply = await hooks.ask(self.model, effect.request)
-                    except ModelError as exc:
-                        effect = flow.throw(exc)
-                        continue
-                elif isinstance(effect, RunCalls):
-                    if hooks is not None:
-                        await hooks.calls_started(effect)
-                    reply = await dispatcher.run(
-                        effect.calls, round_=effect.round, source=effect.source
-                    )
-                    if hooks is not None:
-                        hooks.calls_ended(effect.round, reply)
-                elif isinstance(effect, RunScript):
-                    if runner is None:
-                        runner = ScriptRunner(
-                            tools, dispatcher, self.sandbox(), timeout=self.script_timeout
-                        )
-                    if hooks is not None:
-                        await hooks.script_started(effect)
-                    reply = await runner.run(
-                        effect.code,
-                        script_id=effect.id,
-                        round_=effect.round,
-                        repairs=effect.repairs,
-                        replay=effect.replay,
-                        awaited=effect.awaited,
-                        on_output=None if hooks is None else hooks.script_output,
-                        on_call=None if hooks is None else hooks.script_call,
-                    )
-                    if hooks is not None:
-                        hooks.script_ended(effect, reply)
-                else:
-                    raise TypeError(f"unknown effect {effect!r}")
-                effect = flow.send(reply)
-            except StopIteration:
-                if hooks is not None:
-                    hooks.finished()
+            while run.outbox:
+                yield run.outbox.popleft()
+            if task.done():
+                break
+            await run.bell()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+    answer.append(task.result())
+
+
+class _Live:
+    """The events only a watcher needs, made as a watched run goes (nothing otherwise):
+    the model's text and each call's start as they arrive, the starts of the calls not
+    announced so, a script's start, its output line by line and its calls' starts, and
+    the end of each round. A script's calls' ends are told as they happen, watched or
+    not (the trace writes them then too)."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._emit = run.emit
+        self._state = run.state
+        self._on = run.watched
+        self._round = 0
+        self._usage_at = 0
+        self._open_round = False
+        #: Calls of the current reply announced while it streamed, by index.
+        self._announced: dict[int, str | None] = {}
+        self._started_ids: set[str] = set()
+        self._script = ""
+        self._script_round = 0
+        self._line = ""
+        self._script_calls = 0
+        # Where a script's calls are told from another thread to (the core runs here).
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def before(self, effect: Effect) -> None:
+        """What is told before `effect` starts (and taken before it does)."""
+        if not self._on:
+            return
+        if isinstance(effect, AskModel):
+            self._end_round()
+            self._round = self._state.rounds
+            self._usage_at = len(self._state.usage.rounds)
+            self._open_round = True
+            self._announced = {}
+        elif isinstance(effect, RunCalls):
+            for index, call in enumerate(effect.calls):
+                # The loop may have suffixed a repeated id (``c1~2``).
+                if call.id in self._started_ids or call.id.split("~")[0] in self._started_ids:
+                    continue
+                if index in self._announced and self._announced[index] is None:
+                    continue  # announced without an id, by its place
+                self._emit(ev.CallStart(call.id, call.name, effect.round, index))
+        elif isinstance(effect, RunScript):
+            self._script = effect.id
+            self._script_round = effect.round
+            self._line = ""
+            self._script_calls = 0
+            self._emit(ev.ScriptStart(effect.id, effect.code, effect.round))
+
+    def delta(self, delta: Delta) -> None:
+        """A piece of the model's reply, as its backend hands it over."""
+        if isinstance(delta, CallDelta):
+            if delta.index not in self._announced and delta.name:
+                self._announced[delta.index] = delta.id
+                if delta.id:
+                    self._started_ids.add(delta.id)
+                self._emit(ev.CallStart(delta.id, delta.name, self._round, delta.index))
+        elif delta.text:
+            self._emit(ev.ModelDelta(delta.text, self._round))
+
+    def output(self, data: str) -> None:
+        """What the running script printed (on the event loop)."""
+        if not self._on:
+            return
+        lines = (self._line + data).split("\n")
+        self._line = lines.pop()
+        for line in lines:
+            self._emit(ev.ScriptOutput(self._script, line))
+
+    def script_call(self, call_id: str, name: str, outcome: Outcome | None) -> None:
+        """A call the script made starts (`outcome` None) or ends; from any thread."""
+        state = self._state
+        if outcome is None:
+            if not self._on:
                 return
+            event: ev.Event = ev.CallStart(call_id, name, self._script_round, self._script_calls)
+            self._script_calls += 1
+
+            def tell() -> None:
+                self._emit(event)
+
+        elif not state.tracing:
+            return
+        else:
+            ended = outcome
+
+            def tell() -> None:
+                # Told once: the loop tells the script's calls not told by the time it ends.
+                if ended.id not in state.told:
+                    state.told.add(ended.id)
+                    self._emit(ev.call_outcome(ended))
+                    moved = ev.context_move(ended) if isinstance(ended, CallRecord) else None
+                    if moved is not None:
+                        self._emit(moved)
+
+        if threading.get_ident() == self._loop_thread:
+            tell()
+        else:
+            # A closed loop means the run was stopped and nobody reads on: the call's
+            # record is kept by the run itself, and written to its trace then.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(tell)
+
+    def script_ends(self, effect: RunScript) -> None:
+        if self._line:
+            self._emit(ev.ScriptOutput(effect.id, self._line))
+            self._line = ""
+
+    def finished(self) -> None:
+        self._end_round()
+
+    def _end_round(self) -> None:
+        if not self._open_round:
+            return
+        self._open_round = False
+        rounds = self._state.usage.rounds
+        usage = rounds[self._usage_at] if len(rounds) > self._usage_at else None
+        self._emit(ev.RoundEnd(self._round, usage))
 
 
 def _granted(
@@ -758,12 +920,15 @@ class _Run:
         dispatcher: Dispatcher,
         task: str,
         ended: list[Outcome],
+        paused: Paused | None = None,
     ) -> None:
         self.agent = agent
         self.convention = convention
         self.task = task
+        #: Where a resumed run stopped; None for a new run.
+        self.paused = paused
         #: Decisions taken before a resume, kept at the head of the log.
-        self.approvals_before: list[Any] = []
+        self.approvals_before: tuple[Any, ...] = ()
         self.sinks = sinks
         self.writer = writer
         self.expectations = expectations
@@ -783,8 +948,37 @@ class _Run:
         self.played = False
         self.result: RunResult | None = None
         self.start = time.perf_counter()
+        #: Whether a stream watches the run; its streamed events wait in `outbox`.
+        self.watched = False
+        self.outbox: deque[ev.Event] = deque()
+        self._bell: asyncio.Future[None] | None = None
+
+    def watch(self) -> None:
+        """Have the run's streamed events given by its core, as they are made."""
+        self.watched = True
+        self.state.tracing = True
+
+    def ready(self) -> bool:
+        """Whether an event is made and not yet given (taking it will not wait)."""
+        return bool(self.outbox)
+
+    def bell(self) -> asyncio.Future[None]:
+        """A future `ring` sets: an event was made, or the work under way ended."""
+        self._bell = asyncio.get_running_loop().create_future()
+        return self._bell
+
+    def ring(self, *_: object) -> None:
+        bell = self._bell
+        if bell is not None and not bell.done():
+            bell.set_result(None)
 
     def emit(self, event: ev.Event) -> None:
+        """Give `event` to the sinks if it is traced, and to the stream if it is streamed."""
+        if self.watched and event.streamed:
+            self.outbox.append(event)
+            self.ring()
+        if not event.traced:
+            return
         for sink in self.sinks:
             try:
                 sink(event)

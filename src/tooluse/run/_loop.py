@@ -119,6 +119,8 @@ class RunState:
     emit: Callable[[ev.Event], None]
     #: Whether anyone listens; events are not even built otherwise.
     tracing: bool = True
+    #: Ids of the calls whose end has been told (a script's, as they ended): told once.
+    told: set[str] = field(default_factory=set)
     messages: list[Message] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     rejected: list[Any] = field(default_factory=list)
@@ -215,12 +217,15 @@ def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> None:
     for outcome in outcomes:
         if isinstance(outcome, CallRecord):
             state.calls.append(outcome)
-            if state.tracing:
-                state.emit(ev.CallEnd(outcome))
         else:
             state.rejected.append(outcome)
-            if state.tracing:
-                state.emit(ev.CallRejected(outcome))
+        if state.tracing and outcome.id not in state.told:
+            state.told.add(outcome.id)
+            state.emit(ev.call_outcome(outcome))
+            # A context tool that ran moved messages out of the window.
+            moved = ev.context_move(outcome) if isinstance(outcome, CallRecord) else None
+            if moved is not None:
+                state.emit(moved)
 
 
 def keep_unrecorded(state: RunState, outcomes: Sequence[Outcome]) -> None:
@@ -233,7 +238,13 @@ def keep_unrecorded(state: RunState, outcomes: Sequence[Outcome]) -> None:
     _record_outcomes(state, [o for o in outcomes if id(o) not in recorded])
 
 
-def _pause(state: RunState, pending: list[ApprovalRequest], paused: Paused) -> None:
+def _pause(
+    state: RunState,
+    pending: list[ApprovalRequest],
+    paused: Paused,
+    script: ScriptRecord | None = None,
+) -> None:
+    """Stop the run for `pending`; a `script` that stopped for them ends ``paused``."""
     state.status = "needs_approval"
     state.pending = pending
     state.paused = paused
@@ -241,6 +252,8 @@ def _pause(state: RunState, pending: list[ApprovalRequest], paused: Paused) -> N
     state.error = f"{len(pending)} call(s) wait for approval: {names}"
     if state.tracing:
         state.emit(ev.ApprovalNeeded(tuple(pending)))
+        if script is not None:
+            state.emit(ev.ScriptEnd.of(script))
         state.emit(ev.Paused(paused.round))
 
 
@@ -332,7 +345,7 @@ def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Eff
             repairs=tuple(effect.repairs),
             answered=tuple(answered),
         )
-        _pause(state, pending, paused)
+        _pause(state, pending, paused, record)
         return False
     state.scripts.append(record)
     content = record.content

@@ -12,7 +12,8 @@ It is a sink like `JsonlTrace`: it builds spans after the fact from the events'
 timestamps, so the loop does nothing different when OpenTelemetry is on, and
 nothing at all when it is off. Arguments, results, messages and code are
 recorded only when ``TOOLUSE_OTEL_CONTENT=1`` (they may hold private data).
-Context offload and compress show as events on the run's span.
+Context offload and compress show as events on the run's span: the harness's
+(`ContextMove` events) with the ids moved, the agent's with the id of its call.
 
 Needs the ``otel`` extra (``pip install 'tooluse[otel]'``). Without a tracer
 provider of the caller's, spans go to an OTLP/HTTP exporter configured by the
@@ -34,7 +35,7 @@ from ..events import (
     ApprovalNeeded,
     CallEnd,
     CallRejected,
-    ContextOffload,
+    ContextMove,
     Event,
     Feedback,
     InternalError,
@@ -155,16 +156,19 @@ class OtelSink:
                     self._script_calls.append(event)
                 else:
                     self._tool_span(event, self._run)
-            case ScriptEnd():
+            case ScriptEnd(status=status) if status != "paused":
+                # A paused script has no span: its calls join the run's (see `_run_end`).
                 self._script(event)
             case Feedback(round=round_, text=text):
                 attributes: dict[str, Any] = {"tooluse.round": round_}
                 if self.content:
                     attributes["tooluse.text"] = text
                 self._event("tooluse.feedback", event, attributes)
-            case ContextOffload(by=by, ids=ids):
+            case ContextMove(by=by, ids=ids, call_id=None):
+                # The harness's moves; the agent's are told with its call (`_tool_span`),
+                # the attempt included when it failed.
                 attributes = {"tooluse.context.by": by, "tooluse.context.ids": list(ids)}
-                self._event("tooluse.context.offload", event, attributes)
+                self._event(f"tooluse.context.{event.action}", event, attributes)
             case ApprovalNeeded(pending=pending):
                 tools = [p.tool for p in pending]
                 self._event("tooluse.approval_needed", event, {"tooluse.pending_tools": tools})
@@ -349,10 +353,9 @@ class OtelSink:
             span.set_attribute("error.type", "tool_error")
             span.set_status(Status(StatusCode.ERROR, record.error))
         span.end(end_time=end)
-        kind = CONTEXT_TOOLS.get(name)
-        if kind is not None and ran is not None and self._run is not None:
+        moves = CONTEXT_TOOLS.get(name)
+        if moves is not None and ran is not None and self._run is not None:
             attributes = {"tooluse.context.by": "agent", "tooluse.context.call_id": record.id}
             if self.content:
                 attributes["tooluse.context.arguments"] = _text(record.arguments)
-            action = kind.removeprefix("context_")
-            self._run.add_event(f"tooluse.context.{action}", attributes, timestamp=end)
+            self._run.add_event(f"tooluse.context.{moves.action}", attributes, timestamp=end)

@@ -1,18 +1,19 @@
-"""Streaming a run: typed events as it happens, from the loop `run` drives.
+"""Streaming a run: its events as they happen, from the very core `run` plays.
 
-`Agent.stream` plays the very run `Agent.arun` plays (the same `agent_flow`,
-the same driver) as a task, with `StreamHooks` attached to the driver. The
-hooks turn what the driver sees into events: the model's pieces as its backend
-hands them over (`Model.respond_stream`), each call's start and end, a
-script's start, its output line by line as it prints, and its end, context
-offloads, approval requests and the end of each round. The last event is
-``done``, carrying the `RunResult` that `run` would have returned.
+`Agent.stream` plays the run `Agent.arun` plays: the same core (`Agent._play`,
+an async generator of `tooluse.events`), watched. A watched run asks the model
+for its reply as a stream (`Model.respond_stream`) and makes the events only a
+watcher needs: the model's text as it arrives, each call's start, a script's
+start and its output line by line. The ends of calls and scripts, context moves
+and approval requests are the same event objects the trace writes. The last
+event is `DoneEvent`, stream-only, carrying the `RunResult` that `run` would
+have returned (the trace's last line is `RunEnd`, its summary).
 
-The run never runs ahead of its consumer by more than what is under way: no
-call or script starts before the consumer has taken every event before it, and
-no model request goes out unless the consumer waits for its next event. A
-consumer that stops taking events (a ``break`` out of a stream it still holds)
-stops the run there, as `Agent.stream_sync` does.
+The run never runs ahead of its consumer by more than what is under way: the
+core is a generator, so no call or script starts before the consumer has taken
+every event before it, and no model request goes out unless the consumer waits
+for its next event. A consumer that stops taking events (a ``break`` out of a
+stream it still holds) stops the run there, as `Agent.stream_sync` does.
 Closing the stream (``aclose``, a cancelled task, the stream dropped, Ctrl-C
 under `Agent.stream_sync`) cancels the run the way cancelling `arun` does: the
 model request is dropped, a running script is killed, and the result, with
@@ -24,45 +25,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .._eventloop import PrivateLoop
-from .._records import CallRecord, Outcome, RejectedCall, ScriptRecord
 from ..events import (
-    CONTEXT_TOOLS,
+    ApprovalNeeded,
+    CallEnd,
+    CallOutcome,
+    CallRejected,
     CallStart,
+    ContextCompress,
+    ContextMove,
     ContextOffload,
     Event,
     ModelDelta,
     RoundEnd,
+    ScriptEnd,
     ScriptOutput,
     ScriptStart,
 )
-from ..models import CallDelta, Delta, Model, ModelRequest, ModelResponse
-from ..policy._approval import ApprovalRequest
-from ._loop import RunCalls, RunScript, RunState
 from ._result import RunResult
 
 if TYPE_CHECKING:
     from ..dispatch._dispatch import Dispatcher
-    from ._trace import TypedSink
-
-
-class StreamedRun(Protocol):
-    """What a stream needs of the run it plays (the agent's own record of it)."""
-
-    state: RunState
-    sinks: list[TypedSink]
-    dispatcher: Dispatcher
-
-    def end(self, *, interrupted: bool = False) -> RunResult: ...
-
-
-#: Plays the run to its end with the given hooks attached to its driver.
-Play = Callable[["StreamHooks"], Coroutine[Any, Any, None]]
 
 __all__ = [
     "ApprovalEvent",
@@ -76,260 +63,67 @@ __all__ = [
     "ScriptOutputEvent",
     "ScriptStartEvent",
     "StreamEvent",
-    "StreamHooks",
     "StreamedRun",
     "SyncRunStream",
     "TextEvent",
+    "open_stream",
 ]
 
 
-#: The stream's names for the events of `tooluse.events` it gives as they are.
-TextEvent = ModelDelta
-CallStartEvent = CallStart
-ScriptStartEvent = ScriptStart
-ScriptOutputEvent = ScriptOutput
-RoundEndEvent = RoundEnd
+class StreamedRun(Protocol):
+    """What a stream needs of the run it plays (the agent's own record of it)."""
+
+    dispatcher: Dispatcher
+
+    def ready(self) -> bool:
+        """Whether the core has an event made and not yet given (taking it will not wait)."""
+        ...
+
+    def end(self, *, interrupted: bool = False) -> RunResult: ...
 
 
 @dataclass(frozen=True, slots=True)
-class CallEndEvent:
-    """A call ended: executed (`CallRecord`) or refused before it ran (`RejectedCall`)."""
+class DoneEvent(Event):
+    """The run ended; `result` is what `Agent.run` returns. The stream's last event.
 
-    record: CallRecord | RejectedCall
-    round: int
-    kind: Literal["call_end"] = "call_end"
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
-    def name(self) -> str:
-        return self.record.name
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptEndEvent:
-    """A script ended; `record` is None when it paused for approval."""
-
-    id: str
-    record: ScriptRecord | None
-    round: int
-    kind: Literal["script_end"] = "script_end"
-
-
-@dataclass(frozen=True, slots=True)
-class ContextEvent:
-    """Messages left the window (``offload``, ``compress``) by the ``harness`` or ``agent``."""
-
-    action: str
-    by: str
-    ids: tuple[str, ...]
-    round: int
-    kind: Literal["context"] = "context"
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalEvent:
-    """Calls wait for a decision; the run stops with status ``needs_approval``."""
-
-    requests: tuple[ApprovalRequest, ...]
-    round: int
-    kind: Literal["approval"] = "approval"
-
-
-@dataclass(frozen=True, slots=True)
-class DoneEvent:
-    """The run ended; `result` is what `Agent.run` returns."""
-
-    result: RunResult
-    kind: Literal["done"] = "done"
-
-
-StreamEvent = (
-    TextEvent
-    | CallStartEvent
-    | CallEndEvent
-    | ScriptStartEvent
-    | ScriptOutputEvent
-    | ScriptEndEvent
-    | ContextEvent
-    | ApprovalEvent
-    | RoundEndEvent
-    | DoneEvent
-)
-
-
-class StreamHooks:
-    """What the driver tells a stream: called at each effect of the loop, in order.
-
-    Everything here runs on the event loop and only builds events; it never
-    changes what the run does, only when: with `drained`, each turn of calls
-    and script waits for the consumer to have taken every event, and a model
-    request for that too unless the consumer is `asking` for its next event.
+    Stream-only: a trace ends with `RunEnd`, the summary of this result.
     """
 
-    def __init__(
-        self,
-        state: RunState,
-        put: Callable[[StreamEvent], None],
-        drained: Callable[[], Awaitable[None]] | None = None,
-        asking: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self._state = state
-        self._put = put
-        self._drained = drained
-        self._asking = asking
-        self._round = 0
-        self._usage_at = 0
-        self._open_round = False
-        #: Calls of the current reply announced while it streamed, by index.
-        self._announced: dict[int, str | None] = {}
-        self._started_ids: set[str] = set()
-        self._script = ""
-        self._line = ""
-        #: The current script's calls: how many started, and which ended as events.
-        self._script_calls = 0
-        self._ended_live: set[str] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread = 0
+    kind: ClassVar[str] = "done"
+    traced: ClassVar[bool] = False
+    streamed: ClassVar[bool] = True
+    result: RunResult
 
-    # --- the model --------------------------------------------------------------------
-
-    async def ask(self, model: Model, request: ModelRequest) -> ModelResponse:
-        self._end_round()
-        if self._drained is not None and not self._asking():
-            # No request goes out while the consumer is away: a request has no side
-            # effects, so one that waits for the next event is enough (calls wait for more).
-            await self._drained()
-        self._round = self._state.rounds
-        self._usage_at = len(self._state.usage.rounds)
-        self._open_round = True
-        self._announced = {}
-        return await model.respond_stream(request, self._delta)
-
-    def _delta(self, delta: Delta) -> None:
-        if isinstance(delta, CallDelta):
-            if delta.index not in self._announced and delta.name:
-                self._announced[delta.index] = delta.id
-                if delta.id:
-                    self._started_ids.add(delta.id)
-                self._put(CallStartEvent(delta.id, delta.name, self._round, delta.index))
-        elif delta.text:
-            self._put(TextEvent(delta.text, self._round))
-
-    # --- calls ------------------------------------------------------------------------
-
-    async def calls_started(self, effect: RunCalls) -> None:
-        """Announce the calls not announced yet; return once the consumer took them."""
-        self._announce(effect)
-        if self._drained is not None:
-            # Before anything runs, the consumer has taken every event so far: a tool's
-            # side effects never come before the start of its call on a screen.
-            await self._drained()
-
-    def _announce(self, effect: RunCalls) -> None:
-        for index, call in enumerate(effect.calls):
-            # The loop may have suffixed a repeated id (``c1~2``).
-            if call.id in self._started_ids or call.id.split("~")[0] in self._started_ids:
-                continue
-            if index in self._announced and self._announced[index] is None:
-                continue  # announced without an id, by its place
-            self._put(CallStartEvent(call.id, call.name, effect.round, index))
-
-    def calls_ended(self, round_: int, outcomes: Sequence[Outcome | ApprovalRequest]) -> None:
-        waiting = []
-        for outcome in outcomes:
-            if isinstance(outcome, ApprovalRequest):
-                waiting.append(outcome)
-                continue
-            self._put(CallEndEvent(outcome, round_))
-            tag = CONTEXT_TOOLS.get(outcome.name)
-            if tag is not None and isinstance(outcome, CallRecord) and outcome.ok:
-                action = tag.removeprefix("context_")
-                self._put(ContextEvent(action, "agent", _ids(outcome.arguments), round_))
-        if waiting:
-            self._put(ApprovalEvent(tuple(waiting), round_))
-
-    # --- scripts ----------------------------------------------------------------------
-
-    async def script_started(self, effect: RunScript) -> None:
-        self._script = effect.id
-        self._line = ""
-        self._script_calls = 0
-        self._ended_live = set()
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-        self._put(ScriptStartEvent(effect.id, effect.code, effect.round))
-        if self._drained is not None:
-            await self._drained()
-
-    def script_output(self, data: str) -> None:
-        lines = (self._line + data).split("\n")
-        self._line = lines.pop()
-        for line in lines:
-            self._put(ScriptOutputEvent(self._script, line))
-
-    def script_call(self, call_id: str, name: str, outcome: Outcome | None) -> None:
-        """A call a script made starts (`outcome` None) or ends; from any thread."""
-        round_ = self._round
-        if outcome is None:
-            events: list[StreamEvent] = [CallStartEvent(call_id, name, round_, self._script_calls)]
-            self._script_calls += 1
-        else:
-            self._ended_live.add(call_id)
-            events = []
-
-        def emit() -> None:
-            if outcome is None:
-                self._put(events[0])
-            else:
-                self.calls_ended(round_, [outcome])
-
-        if self._loop is None or threading.get_ident() == self._loop_thread:
-            emit()
-        else:
-            # A closed loop means the run was stopped and nobody reads on: the call's
-            # record is kept by the run itself, and only the event is dropped.
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(emit)
-
-    def script_ended(self, effect: RunScript, reply: Any) -> None:
-        if self._line:
-            self._put(ScriptOutputEvent(effect.id, self._line))
-            self._line = ""
-        record, outcomes, _answered = reply
-        self.calls_ended(effect.round, [o for o in outcomes if _id_of(o) not in self._ended_live])
-        paused = any(isinstance(o, ApprovalRequest) for o in outcomes)
-        self._put(ScriptEndEvent(effect.id, None if paused else record, effect.round))
-
-    # --- the trace (events the loop itself reports) -------------------------------------
-
-    def trace(self, event: Event) -> None:
-        if isinstance(event, ContextOffload):
-            self._put(ContextEvent("offload", event.by, event.ids, self._state.rounds))
-
-    def finished(self) -> None:
-        self._end_round()
-
-    def _end_round(self) -> None:
-        if not self._open_round:
-            return
-        self._open_round = False
-        rounds = self._state.usage.rounds
-        usage = rounds[self._usage_at] if len(rounds) > self._usage_at else None
-        self._put(RoundEndEvent(self._round, usage))
+    def _body(self) -> dict[str, Any]:
+        return {"result": self.result.to_dict()}
 
 
-def _id_of(outcome: Outcome | ApprovalRequest) -> str:
-    return outcome.call_id if isinstance(outcome, ApprovalRequest) else outcome.id
+#: The stream's earlier names for the events of `tooluse.events` it gives.
+TextEvent = ModelDelta
+CallStartEvent = CallStart
+CallEndEvent = CallOutcome
+ScriptStartEvent = ScriptStart
+ScriptOutputEvent = ScriptOutput
+ScriptEndEvent = ScriptEnd
+ContextEvent = ContextMove
+ApprovalEvent = ApprovalNeeded
+RoundEndEvent = RoundEnd
 
-
-def _ids(arguments: dict[str, Any]) -> tuple[str, ...]:
-    ids = arguments.get("span_ids") or ()
-    if isinstance(ids, str):
-        return (ids,)
-    return tuple(str(i) for i in ids) if isinstance(ids, list | tuple) else ()
+#: Every event a stream gives.
+StreamEvent = (
+    ModelDelta
+    | CallStart
+    | CallEnd
+    | CallRejected
+    | ScriptStart
+    | ScriptOutput
+    | ScriptEnd
+    | ContextOffload
+    | ContextCompress
+    | ApprovalNeeded
+    | RoundEnd
+    | DoneEvent
+)
 
 
 @dataclass(slots=True)
@@ -339,44 +133,18 @@ class _Ending:
 
     run: StreamedRun
     result: RunResult | None = None
-    #: Whether an event waits to be taken (so taking it will not wait).
-    ready: Callable[[], bool] = lambda: False
-
-
-_END = object()
 
 
 async def _events(
-    run: StreamedRun,
-    play: Play,
-    ending: _Ending,
-) -> AsyncIterator[StreamEvent]:
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-    ending.ready = lambda: not queue.empty()
-    # The run waits on `queue.join` before each effect: an event is done once the next is
-    # asked for, so a consumer that stops asking stops the run before anything new starts.
-    asking = [False]  # whether the consumer waits for its next event
-    hooks = StreamHooks(run.state, queue.put_nowait, queue.join, lambda: asking[0])
-    task = asyncio.ensure_future(play(hooks))
-    task.add_done_callback(lambda _: queue.put_nowait(_END))
+    run: StreamedRun, core: AsyncGenerator[Event, None], ending: _Ending
+) -> AsyncIterator[Event]:
+    """The core's events, then `DoneEvent`; however the stream is left, the run ends."""
     try:
-        while True:
-            asking[0] = True
-            event = await queue.get()
-            asking[0] = False
-            if event is _END:
-                break
-            yield event
-            # Done with an event once the next is asked for: `StreamHooks` waits on that.
-            queue.task_done()
-        task.result()  # a KeyboardInterrupt inside the run passes through here
+        async with contextlib.aclosing(core):
+            async for event in core:
+                yield event
     except BaseException as exc:
-        # Left early (GeneratorExit), cancelled, or interrupted: stop the run.
-        if not task.done():
-            task.cancel()
-            await asyncio.wait([task])
-        if not task.cancelled():
-            task.exception()  # seen here; asyncio need not report it
+        # Left early (GeneratorExit), cancelled, or interrupted: the core stopped the run.
         ending.result = run.end(interrupted=True)
         if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
             exc.result = ending.result  # type: ignore[union-attr]
@@ -394,7 +162,7 @@ class RunStream:
     ``async with agent.stream(task) as stream:`` closes it on the way out.
     """
 
-    def __init__(self, events: AsyncIterator[StreamEvent], ending: _Ending) -> None:
+    def __init__(self, events: AsyncIterator[Event], ending: _Ending) -> None:
         self._events = events
         self._ending = ending
 
@@ -407,7 +175,8 @@ class RunStream:
         return self
 
     async def __anext__(self) -> StreamEvent:
-        return await self._events.__anext__()
+        # Only the stream's own events reach here (`open_stream`).
+        return await self._events.__anext__()  # type: ignore[return-value]
 
     async def aclose(self) -> RunResult:
         """Stop the run if it still runs; return its result."""
@@ -426,25 +195,11 @@ class RunStream:
             await self.aclose()
 
 
-def open_stream(run: StreamedRun, play: Play, *, offloads: bool = False) -> RunStream:
-    """The stream of `run`, played by `play`, not started until its first event is asked for.
-
-    Calls and scripts wait to start until the consumer has taken every event
-    before them, model requests until it asks for the next: a tool's side effects
-    never come before the start of its call on a screen, and a consumer that stops
-    asking stops the run. `offloads`: the run has a context window, whose
-    harness offloads reach the stream as events.
-    """
-    if offloads:
-        run.state.tracing = True
-
-    async def played(hooks: StreamHooks) -> None:
-        if offloads:
-            run.sinks.append(hooks.trace)
-        await play(hooks)
-
+def open_stream(run: StreamedRun, core: AsyncGenerator[Event, None]) -> RunStream:
+    """The stream of `run`, whose core (watched: it gives the streamed events) is not
+    started until the first event is asked for."""
     ending = _Ending(run)
-    return RunStream(_events(run, played, ending), ending)
+    return RunStream(_events(run, core, ending), ending)
 
 
 class SyncRunStream:
@@ -516,7 +271,7 @@ def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:
 
 async def _take(stream: RunStream) -> list[StreamEvent]:
     events = [await stream.__anext__()]
-    ready = stream._ending.ready
+    ready = stream._ending.run.ready
     while ready() and not isinstance(events[-1], DoneEvent):
         events.append(await stream.__anext__())
     return events
