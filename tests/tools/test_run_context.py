@@ -147,3 +147,40 @@ def test_a_tool_takes_the_context_once() -> None:
 
     with pytest.raises(ToolDefinitionError, match="a tool takes it once"):
         tool(twice)
+
+
+@pytest.mark.parametrize("convention", ["json", "code"])
+def test_two_agent_runs_at_once_never_see_each_others_deps(
+    db: sqlite3.Connection, convention: str
+) -> None:
+    from tooluse import Agent
+    from tooluse.models import ScriptedModel
+
+    if convention == "json":
+        first: dict[str, object] = {
+            "tool_calls": [
+                {"id": "a", "function": {"name": "balance", "arguments": {"account": "current"}}},
+                {"id": "b", "function": {"name": "whoami", "arguments": {}}},
+            ]
+        }
+    else:
+        code = "import tools\nprint(tools.balance('current'), tools.whoami())"
+        first = {"content": f"```python\n{code}\n```"}
+
+    async def main() -> list[list[object]]:
+        agents = [
+            Agent(ScriptedModel([first, "done"]), bank(), convention=convention) for _ in range(2)
+        ]
+        try:
+            results = await asyncio.gather(
+                agents[0].arun("mine", deps=Deps("ada", db)),
+                agents[1].arun("mine", deps=Deps("bob", db)),
+            )
+        finally:
+            for agent in agents:
+                agent.close()
+        return [[c.result for c in r.calls] for r in results]
+
+    ada, bob = asyncio.run(main())
+    assert ada[0] == 120.0 and str(ada[1]).startswith("ada ")
+    assert bob[0] == 7.5 and str(bob[1]).startswith("bob ")

@@ -272,12 +272,15 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
+        deps: Any = None,
     ) -> RunResult:
         """Run `task` to completion (blocking). Use `arun` inside an event loop.
 
         `expect` states what a complete answer needs (see `Expect`); a run that
         answers without it ends with status ``truncated``. `history` continues
-        a conversation: pass the `messages` of the previous result.
+        a conversation: pass the `messages` of the previous result (or use
+        `Conversation`). `deps` is given to every tool that takes a
+        `RunContext`, on the host: no model or script sees it.
 
         Ctrl-C ends the run, and `run` returns its result with status
         ``cancelled``: every call that ended is kept, those of the turn or
@@ -286,7 +289,7 @@ class Agent:
         waited for, whatever it does with its cancellation.
         """
         _outside_a_loop("Agent.run()", "await Agent.arun()")
-        return self._blocking(self._open(task, expect), history)
+        return self._blocking(self._open(task, expect, deps=deps), history)
 
     async def arun(
         self,
@@ -294,6 +297,7 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
+        deps: Any = None,
     ) -> RunResult:
         """Run `task` to completion (see `run`).
 
@@ -302,7 +306,7 @@ class Agent:
         asyncio's timeouts and task groups need; the partial `RunResult` is
         the exception's ``result`` attribute.
         """
-        return await self._awaited(self._open(task, expect), history)
+        return await self._awaited(self._open(task, expect, deps=deps), history)
 
     def stream(
         self,
@@ -310,6 +314,7 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
+        deps: Any = None,
     ) -> RunStream:
         """Run `task` as `arun` does, giving its events as they happen.
 
@@ -328,7 +333,7 @@ class Agent:
         (``await stream.aclose()``) or the task cancelled, and keeps every call
         that ended.
         """
-        return self._stream(self._open(task, expect), history)
+        return self._stream(self._open(task, expect, deps=deps), history)
 
     def stream_sync(
         self,
@@ -336,6 +341,7 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
+        deps: Any = None,
     ) -> SyncRunStream:
         """`stream` for code without an event loop: ``for event in agent.stream_sync(task)``.
 
@@ -344,7 +350,7 @@ class Agent:
         ``cancelled``, as `run` returns one.
         """
         _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
-        return SyncRunStream(self._stream(self._open(task, expect), history))
+        return SyncRunStream(self._stream(self._open(task, expect, deps=deps), history))
 
     def resume(
         self,
@@ -352,6 +358,7 @@ class Agent:
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         *,
         expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
     ) -> RunResult:
         """Continue a run that stopped with status ``needs_approval``.
 
@@ -363,6 +370,7 @@ class Agent:
         paused call with the earlier calls answered from the record (see
         `ScriptRunner`). ``result`` may come from `RunResult.from_dict`, in
         another process; the agent must have the same tools and policy.
+        ``deps`` are not part of the paused state: give them again.
 
         Raises `ResumeError`, with nothing run, if the run did not stop for
         approval or the decisions do not fit its pending calls, and
@@ -371,7 +379,7 @@ class Agent:
         before anything runs, so each approval is used once.
         """
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
-        return self._blocking(self._reopen(result, decisions, expect))
+        return self._blocking(self._reopen(result, decisions, expect, deps))
 
     async def aresume(
         self,
@@ -379,9 +387,10 @@ class Agent:
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         *,
         expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
     ) -> RunResult:
         """`resume`, for async code (cancelled, it behaves as `arun` does)."""
-        return await self._awaited(self._reopen(result, decisions, expect))
+        return await self._awaited(self._reopen(result, decisions, expect, deps))
 
     def resume_stream(
         self,
@@ -389,6 +398,7 @@ class Agent:
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         *,
         expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
     ) -> RunStream:
         """`aresume`, giving the resumed run's events as `stream` does.
 
@@ -397,7 +407,7 @@ class Agent:
         the run from where it stopped; the ``done`` event's result holds the
         whole run, as `resume` returns it.
         """
-        return self._stream(self._reopen(result, decisions, expect))
+        return self._stream(self._reopen(result, decisions, expect, deps))
 
     def resume_stream_sync(
         self,
@@ -405,16 +415,18 @@ class Agent:
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         *,
         expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
     ) -> SyncRunStream:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
         _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
-        return SyncRunStream(self._stream(self._reopen(result, decisions, expect)))
+        return SyncRunStream(self._stream(self._reopen(result, decisions, expect, deps)))
 
     def _reopen(
         self,
         result: RunResult,
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         expect: Expect | Sequence[Expect],
+        deps: Any = None,
     ) -> _Run:
         """A run restored from a paused result, its decisions granted; nothing runs yet."""
         paused = result.paused
@@ -435,7 +447,7 @@ class Agent:
         # sharing the store, is refused from now on (AlreadyResumedError).
         self.approval_store.claim(paused.id, task=paused.task, decisions=sorted(decisions))
         try:
-            run = self._open(paused.task, expect, paused=paused)
+            run = self._open(paused.task, expect, paused=paused, deps=deps)
         except BaseException:
             self.approval_store.release(paused.id)  # nothing ran: the pause is still unused
             raise
@@ -449,7 +461,12 @@ class Agent:
         return run
 
     def _open(
-        self, task: str, expect: Expect | Sequence[Expect], *, paused: Paused | None = None
+        self,
+        task: str,
+        expect: Expect | Sequence[Expect],
+        *,
+        paused: Paused | None = None,
+        deps: Any = None,
     ) -> _Run:
         """Start recording a run: its trace, its tools and its dispatcher."""
         sinks: list[TypedSink] = []
@@ -508,6 +525,7 @@ class Agent:
             gate=gate,
             unloaded=searching.refusal if searching is not None else None,
             on_ended=ended.append,
+            deps=deps,
         )
         run = _Run(
             self,

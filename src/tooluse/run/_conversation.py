@@ -253,20 +253,24 @@ class Conversation:
     def turns(self) -> list[Turn]:
         return self.store.turns(self.id)
 
-    def run(self, message: str, *, expect: Expect | Sequence[Expect] = ()) -> RunResult:
+    def run(
+        self, message: str, *, expect: Expect | Sequence[Expect] = (), deps: Any = None
+    ) -> RunResult:
         """The agent's run on ``message``, continuing the conversation (see `Agent.run`)."""
         with self._turn():
             history = self.history
-            result = self.agent.run(message, expect=expect, history=history)
+            result = self.agent.run(message, expect=expect, history=history, deps=deps)
             self.keep(message, history, result)
         return result
 
-    async def arun(self, message: str, *, expect: Expect | Sequence[Expect] = ()) -> RunResult:
+    async def arun(
+        self, message: str, *, expect: Expect | Sequence[Expect] = (), deps: Any = None
+    ) -> RunResult:
         """`run`, for async code."""
         with self._turn():
             history = self.history
             try:
-                result = await self.agent.arun(message, expect=expect, history=history)
+                result = await self.agent.arun(message, expect=expect, history=history, deps=deps)
             except BaseException as exc:
                 ended = getattr(exc, "result", None)
                 if isinstance(ended, RunResult):
@@ -276,13 +280,13 @@ class Conversation:
         return result
 
     async def stream(
-        self, message: str, *, expect: Expect | Sequence[Expect] = ()
+        self, message: str, *, expect: Expect | Sequence[Expect] = (), deps: Any = None
     ) -> AsyncIterator[Any]:
         """The events of the agent's run on ``message`` (see `Agent.stream`); the turn
         is kept once the stream ends, however it ends."""
         with self._turn():
             history = self.history
-            events = self.agent.stream(message, expect=expect, history=history)
+            events = self.agent.stream(message, expect=expect, history=history, deps=deps)
             try:
                 async for event in events:
                     yield event
@@ -293,11 +297,13 @@ class Conversation:
         self,
         result: RunResult,
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
+        *,
+        deps: Any = None,
     ) -> RunResult:
         """Continue a turn paused for approval (see `Agent.resume`), and keep it."""
         with self._turn():
             history = self.history
-            ended = self.agent.resume(result, decisions)
+            ended = self.agent.resume(result, decisions, deps=deps)
             task = result.paused.task if result.paused is not None else ""
             self.keep(task, history, ended)
         return ended
