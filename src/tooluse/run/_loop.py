@@ -25,6 +25,7 @@ from .._exceptions import ModelError
 from .._messages import Message, ToolCall, Usage
 from .._records import Answered, CallRecord, Outcome, ScriptRecord, call_identity
 from .._tokens import count_tokens
+from ..context._prefix import Conversation
 from ..context._window import ContextWindow
 from ..conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
 from ..conventions._plan import PlanConvention, PlanError, PlanProgram
@@ -143,11 +144,15 @@ class RunState:
     extra_tools: Callable[[], Sequence[Tool]] | None = None
     #: Whether the run has had `UNMADE_CALL_NOTE`.
     noted_unmade_call: bool = False
+    #: The messages again, for the requests to show without a copy each round
+    #: (`messages` is handed out with the result, which may change it).
+    sent: Conversation = field(default_factory=Conversation)
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
         message.id = f"m{len(self.messages) + 1}"
         self.messages.append(message)
+        self.sent.append(message)
         if self.context is not None:
             self.context.add(message)
         if self.count_tokens:
@@ -623,13 +628,14 @@ def _rounds(
                 tools_tokens += _tools_tokens(loaded, config)
             if described:
                 described = [*described, *(t for t in state.extra_tools() if t not in described)]
+        window: Sequence[Message]
         if state.context is not None:
             moved = state.context.enforce(tools_tokens)
             if moved and state.tracing:
                 state.emit(ev.ContextOffload("harness", tuple(moved), round_))
             window = state.context.messages()
         else:
-            window = list(state.messages)
+            window = state.sent.so_far()
         choice = prepared.tool_choice
         if config.tool_choice is not None and not state.calls:
             choice = config.tool_choice
