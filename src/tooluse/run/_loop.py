@@ -269,19 +269,19 @@ def _finish_turn(
 
     ``new`` are the outcomes not recorded yet (a resumed turn recorded the others).
     """
+    # Each result is written out once, for the conversation and the cycle count alike.
+    executed: list[tuple[CallRecord, str]] = []
     for outcome in outcomes:
+        whole = outcome.content
         # With a context window, large results go to the store whole instead.
-        content = (
-            outcome.content
-            if state.context is not None
-            else _clip(outcome.content, config.max_result_chars)
-        )
+        content = whole if state.context is not None else _clip(whole, config.max_result_chars)
         failed = not isinstance(outcome, CallRecord) or not outcome.ok
+        if isinstance(outcome, CallRecord):
+            executed.append((outcome, whole))
         state.add(
             Message("tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed)
         )
     _record_outcomes(state, new)
-    executed = [o for o in outcomes if isinstance(o, CallRecord)]
     more = list(notes)
     cycle = _cycle_note(state, executed, config)
     if state.status == "cycle":
@@ -487,12 +487,17 @@ def _round_usage(
     return Usage(state.context_tokens - output + tools_tokens, output, "o200k")
 
 
-def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConfig) -> str | None:
-    """Count identical call+result repeats; return a note for the model if it loops."""
+def _cycle_note(
+    state: RunState, records: Sequence[tuple[CallRecord, str]], config: LoopConfig
+) -> str | None:
+    """Count identical call+result repeats; return a note for the model if it loops.
+
+    ``records`` are the turn's calls, each with its content.
+    """
     worst: CallRecord | None = None
     worst_count = 0
-    for record in records:
-        key = (*call_identity(record.name, record.arguments), record.content)
+    for record, content in records:
+        key = (*call_identity(record.name, record.arguments), content)
         count = state._repeats[key] = state._repeats.get(key, 0) + 1
         if count > worst_count:
             worst, worst_count = record, count
