@@ -23,12 +23,18 @@ __all__ = [
 ]
 
 
+# Built once: given options, json.dumps builds a new encoder every call. An encoder
+# keeps nothing between calls, so one serves every thread.
+_canonical = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+_result_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """A call's arguments as one text: equal texts exactly when the arguments are equal.
 
     Key order does not count; values JSON cannot hold count by their ``str``.
     """
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return _canonical(arguments)
 
 
 def call_identity(name: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
@@ -49,7 +55,7 @@ def render_result(value: Any) -> str:
     """The text a model sees for a tool's return value."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _result_text(value)
 
 
 @dataclass(slots=True)

@@ -167,9 +167,9 @@ class Dispatcher:
                 outcomes[index] = checked
         if len(ready) == 1:
             index, prepared = ready[0]
-            outcomes[index] = await _settled(
-                self._execute(prepared, round_=round_, source=source, alone=True)
-            )
+            # Most turns make one call, which often ends at once: no coroutine to await.
+            ended = self._execute(prepared, round_=round_, source=source, alone=True)
+            outcomes[index] = ended if isinstance(ended, CallRecord) else await ended
         elif ready:
             records = await asyncio.gather(
                 *(

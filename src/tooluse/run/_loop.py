@@ -25,6 +25,7 @@ from .._exceptions import ModelError
 from .._messages import Message, ToolCall, Usage
 from .._records import Answered, CallRecord, Outcome, ScriptRecord, call_identity
 from .._tokens import count_tokens
+from ..context._prefix import Conversation
 from ..context._window import ContextWindow
 from ..conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
 from ..conventions._plan import PlanConvention, PlanError, PlanProgram
@@ -145,11 +146,15 @@ class RunState:
     extra_tools: Callable[[], Sequence[Tool]] | None = None
     #: Whether the run has had `UNMADE_CALL_NOTE`.
     noted_unmade_call: bool = False
+    #: The messages again, for the requests to show without a copy each round
+    #: (`messages` is handed out with the result, which may change it).
+    sent: Conversation = field(default_factory=Conversation)
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
         message.id = f"m{len(self.messages) + 1}"
         self.messages.append(message)
+        self.sent.append(message)
         if self.context is not None:
             self.context.add(message)
         if self.count_tokens:
@@ -277,19 +282,19 @@ def _finish_turn(
 
     ``new`` are the outcomes not recorded yet (a resumed turn recorded the others).
     """
+    # Each result is written out once, for the conversation and the cycle count alike.
+    executed: list[tuple[CallRecord, str]] = []
     for outcome in outcomes:
+        whole = outcome.content
         # With a context window, large results go to the store whole instead.
-        content = (
-            outcome.content
-            if state.context is not None
-            else _clip(outcome.content, config.max_result_chars)
-        )
+        content = whole if state.context is not None else _clip(whole, config.max_result_chars)
         failed = not isinstance(outcome, CallRecord) or not outcome.ok
+        if isinstance(outcome, CallRecord):
+            executed.append((outcome, whole))
         state.add(
             Message("tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed)
         )
     _record_outcomes(state, new)
-    executed = [o for o in outcomes if isinstance(o, CallRecord)]
     more = list(notes)
     cycle = _cycle_note(state, executed, config)
     if state.status == "cycle":
@@ -495,12 +500,17 @@ def _round_usage(
     return Usage(state.context_tokens - output + tools_tokens, output, "o200k")
 
 
-def _cycle_note(state: RunState, records: Sequence[CallRecord], config: LoopConfig) -> str | None:
-    """Count identical call+result repeats; return a note for the model if it loops."""
+def _cycle_note(
+    state: RunState, records: Sequence[tuple[CallRecord, str]], config: LoopConfig
+) -> str | None:
+    """Count identical call+result repeats; return a note for the model if it loops.
+
+    ``records`` are the turn's calls, each with its content.
+    """
     worst: CallRecord | None = None
     worst_count = 0
-    for record in records:
-        key = (*call_identity(record.name, record.arguments), record.content)
+    for record, content in records:
+        key = (*call_identity(record.name, record.arguments), content)
         count = state._repeats[key] = state._repeats.get(key, 0) + 1
         if count > worst_count:
             worst, worst_count = record, count
@@ -636,13 +646,14 @@ def _rounds(
                 tools_tokens += _tools_tokens(loaded, config)
             if described:
                 described = [*described, *(t for t in state.extra_tools() if t not in described)]
+        window: Sequence[Message]
         if state.context is not None:
             moved = state.context.enforce(tools_tokens)
             if moved and state.tracing:
                 state.emit(ev.ContextOffload("harness", tuple(moved), round_))
             window = state.context.messages()
         else:
-            window = list(state.messages)
+            window = state.sent.so_far()
         choice = prepared.tool_choice
         if config.tool_choice is not None and not state.calls:
             choice = config.tool_choice
