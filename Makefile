@@ -41,8 +41,12 @@ fmt:
 	$(BIN)/ruff format src tests bench examples
 	$(BIN)/ruff check --fix src tests bench examples
 
+# The whole suite: the fast tier on every core, then, one at a time, the tests that
+# decode with a model, drive npm's servers or a browser, start Ray or are slow (two
+# Ray clusters or model decodes at once would compete for ports, memory and cores).
 pytest:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or slow)"
+	$(BIN)/pytest -q -m "model or npm or browser or ray or slow"
 
 # The CLI reference is generated from the CLI's own help; the site (docs/, the
 # API reference from the docstrings) is built into site/, every warning an error.
