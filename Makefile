@@ -1,28 +1,34 @@
-# One command per development verb. `make demo` and `make test` set everything up first.
+# One command per development verb. `make demo` and `make test` set up what they need first.
 VENV ?= .venv
 BIN := $(VENV)/bin
 TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
 # The demo agent's own instructions, as any agent built on these tools would have.
 SYSTEM ?= You are a helpful assistant. Call a tool only for a fact you do not have yet, and use the calculator for arithmetic. Once the tool results give you what you need, reply to the user in plain text and answer every part of the question.
 
-.PHONY: setup demo test test-fast check lint typecheck fmt pytest bench docs docs-serve
+.PHONY: setup setup-demo demo test test-fast check lint typecheck fmt pytest bench docs docs-serve
 
+# Each step prints one line with its time; pip's and npm's output is in build/setup/.
 setup:
 	@./scripts/setup.sh
+
+# Only what the demo runs: bubblewrap, the package with its local extra, the model.
+setup-demo:
+	@./scripts/setup.sh demo
 
 # The best local model setup installs (qwen2.5-coder-1.5b), tool choice left to
 # the model, every call grammar-constrained and run for real; the trace says what
 # happened, round by round.
-demo: setup
+demo: setup-demo
 	$(BIN)/tooluse run "$(TASK)" --system "$(SYSTEM)" --tools examples.seed_tools:toolbox \
 		--model local --max-rounds 5 --trace traces/demo.jsonl
 
 test: setup lint typecheck pytest
 
 # Everything but what decodes with a local model, drives npm's MCP servers or a
-# browser, or starts Ray (markers set in tests/conftest.py): a few minutes on 2 cores.
+# browser, starts Ray, or builds and benchmarks at length (markers set in
+# tests/conftest.py), on every core: a few minutes on 2 cores.
 test-fast: setup
-	$(BIN)/pytest -q -m "not (model or npm or browser or ray)"
+	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or slow)"
 
 lint:
 	$(BIN)/ruff check src tests bench examples scripts
@@ -35,8 +41,12 @@ fmt:
 	$(BIN)/ruff format src tests bench examples
 	$(BIN)/ruff check --fix src tests bench examples
 
+# The whole suite: the fast tier on every core, then, one at a time, the tests that
+# decode with a model, drive npm's servers or a browser, start Ray or are slow (two
+# Ray clusters or model decodes at once would compete for ports, memory and cores).
 pytest:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or slow)"
+	$(BIN)/pytest -q -m "model or npm or browser or ray or slow"
 
 # The CLI reference is generated from the CLI's own help; the site (docs/, the
 # API reference from the docstrings) is built into site/, every warning an error.

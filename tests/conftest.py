@@ -32,6 +32,32 @@ MARKS_BY_PATH = {
     "eval/ray": "ray",
 }
 
+# Tests that do heavy work a quick run can leave to `make test` (which runs them all, one
+# at a time): each one builds, benchmarks or sweeps rather than checking one behaviour
+# of the runtime, and a faster test of that behaviour stays in the fast tier. CONTRIBUTING.md
+# lists why each is here; a file's path alone marks every test in it.
+SLOW = {
+    # mkdocs builds the whole site with its API reference.
+    "test_docs_site.py::test_the_site_builds_strict_and_documents_every_public_name",
+    # Runs `tooluse … --help` in a fresh process for each of the CLI's 23 commands.
+    "test_docs.py::test_cli_docs_are_current",
+    # Each bench/ script run end to end in its own process.
+    "test_bench_scripts.py",
+    # Whole bench runs: AgentDojo's banking suite, the tool-search bench, the cost model
+    # with its plots.
+    "eval/agentdojo/test_bench.py::test_oracle_and_obedient_on_banking",
+    "toolsearch/test_bench.py::test_toolsearch_writes_query_and_token_rows_and_a_summary",
+    "toolsearch/test_bench.py::test_the_oracle_searches_first_and_passes_in_a_padded_toolbox",
+    "eval/test_bench_cli.py::test_costmodel_writes_results_summary_and_plots",
+    # Makes a fresh virtualenv and installs into it with pip.
+    "test_setup.py::test_bfcl_eval_replaces_a_pip_install_and_leaves_pip_nothing_to_check",
+    # Ten thousand tool calls from one sandboxed script, under a 2 s CPU limit that
+    # other work on the same cores (another test worker) can push it past.
+    "sandbox/test_sandbox_tools.py::test_ten_thousand_calls_without_a_cap",
+    # Writes a 100 MB trace and has the viewer serve it.
+    "observe/test_view_scale.py::test_a_huge_live_trace_costs_a_page_of_memory_and_an_append_costs_its_bytes",
+}
+
 if TYPE_CHECKING:
     from tooluse import Agent
 
@@ -48,6 +74,13 @@ def runs_the_local_model(code: str, lang: str) -> bool:
     return argv[1:2] == ["run"]  # `tooluse run` runs the local model by default
 
 
+def runs_a_bench(code: str, lang: str) -> bool:
+    """Whether a README or docs/ command is a `tooluse bench` run (seconds to minutes each)."""
+    if lang == "python":
+        return False
+    return shlex.split(code, comments=True)[:2] == ["tooluse", "bench"]
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -55,11 +88,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for path, marker in MARKS_BY_PATH.items():
             if where == path or where.startswith(f"{path}/"):
                 item.add_marker(marker)
+        if where in SLOW or f"{where}::{getattr(item, 'originalname', item.name)}" in SLOW:
+            item.add_marker("slow")
         callspec = getattr(item, "callspec", None)
         if where == "test_docs.py" and callspec is not None:
             snippets = [p for p in callspec.params.values() if hasattr(p, "code")]
             if any(runs_the_local_model(s.code, s.lang) for s in snippets):
                 item.add_marker("model")
+            if any(runs_a_bench(s.code, s.lang) for s in snippets):
+                item.add_marker("slow")
 
 
 @pytest.fixture

@@ -22,13 +22,16 @@ def window(budget: int = 400, *, result_limit: int = 1_500) -> ContextWindow:
     return ContextWindow(policy, ContextStore(), count_tokens, run_id="unit")
 
 
-#: Messages added to each window so far, to number the next one as the loop does.
-_added: dict[int, int] = {}
+#: Messages added to each window so far, to number the next one as the loop does. The
+#: window is kept with its count: once freed, its id could go to a later window, which
+#: would then go on from the old count.
+_added: dict[int, tuple[ContextWindow, int]] = {}
 
 
 def add(w: ContextWindow, message: Message) -> None:
-    _added[id(w)] = _added.get(id(w), 0) + 1
-    message.id = f"m{_added[id(w)]}"
+    _, count = _added.get(id(w), (w, 0))
+    _added[id(w)] = (w, count + 1)
+    message.id = f"m{count + 1}"
     w.add(message)
 
 
