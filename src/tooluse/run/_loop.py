@@ -23,7 +23,7 @@ from typing import Any
 from .. import events as ev
 from .._exceptions import ModelError
 from .._messages import Message, ToolCall, Usage
-from .._records import Answered, CallRecord, Outcome, ScriptRecord, call_identity
+from .._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord, call_identity
 from .._tokens import count_tokens
 from ..context._prefix import Conversation
 from ..context._window import ContextWindow
@@ -150,6 +150,8 @@ class RunState:
     #: (`messages` is handed out with the result, which may change it).
     sent: Conversation = field(default_factory=Conversation)
     _repeats: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # How many turns made each failing call (name, arguments) that failed.
+    _failures: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add(self, message: Message) -> Message:
         message.id = f"m{len(self.messages) + 1}"
@@ -297,10 +299,10 @@ def _finish_turn(
     _record_outcomes(state, new)
     more = list(notes)
     cycle = _cycle_note(state, executed, config)
+    failing = _failure_note(state, outcomes, config)
     if state.status == "cycle":
         return False
-    if cycle:
-        more.append(cycle)
+    more.extend(note for note in (cycle, failing) if note)
     if more:
         state.add(Message("user", "\n".join(more)))
         if state.tracing:
@@ -336,8 +338,10 @@ def _calls_turn(
     return _finish_turn(state, outcomes, new=ended, notes=notes, round_=round_, config=config)
 
 
-def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Effect, Any, bool]:
-    """Run a script; False if it paused for approval."""
+def _script_turn(
+    state: RunState, task: str, effect: RunScript, config: LoopConfig
+) -> Generator[Effect, Any, bool]:
+    """Run a script; False if it paused for approval or a failing call ends the run."""
     record, every, answered = yield effect
     ended, pending = _split(every)
     _record_outcomes(state, ended)
@@ -354,7 +358,12 @@ def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Eff
         return False
     state.scripts.append(record)
     content = record.content
-    if record.status == "ok" and not every and not answered:
+    made = [o for o in ended if isinstance(o, CallRecord)]
+    if record.status == "ok" and not record.stdout.strip() and made:
+        # A script that printed nothing still learned something: the model answers from
+        # its calls' results instead of guessing what they were.
+        content = _clip(_results_of(made, config), config.max_result_chars)
+    elif record.status == "ok" and not every and not answered:
         content = f"{content}\n{NO_CALL_NOTE}" if content else NO_CALL_NOTE
     state.add(
         Message(
@@ -367,6 +376,13 @@ def _script_turn(state: RunState, task: str, effect: RunScript) -> Generator[Eff
     )
     if state.tracing:
         state.emit(ev.ScriptEnd.of(record))
+    failing = _failure_note(state, ended, config)
+    if state.status == "cycle":
+        return False
+    if failing:
+        state.add(Message("user", failing))
+        if state.tracing:
+            state.emit(ev.Feedback(effect.round, failing))
     return True
 
 
@@ -435,7 +451,7 @@ def _resume(
             replay=paused.answered,
             awaited=awaited,
         )
-        return (yield from _script_turn(state, paused.task, effect))
+        return (yield from _script_turn(state, paused.task, effect, config))
     finished = {o.id: o for o in [*state.calls, *state.rejected] if o.id in paused.done}
     earlier = [finished[i] for i in paused.done if i in finished]
     if isinstance(paused, PausedTurn):
@@ -476,6 +492,20 @@ def _paused_program(
         state.status = "error"
         state.error = f"the paused plan can no longer be read over this agent's tools: {exc}"
         return None
+
+
+#: What one call's result may take of a silent script's message.
+_SILENT_RESULT_CHARS = 2_000
+
+
+def _results_of(calls: Sequence[CallRecord], config: LoopConfig) -> str:
+    """A silent script's calls and what each returned, each result shortened."""
+    each = max(min(_SILENT_RESULT_CHARS, config.max_result_chars // max(len(calls), 1)), 200)
+    lines = ["The script printed nothing. Its calls returned:"]
+    for call in calls:
+        arguments = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        lines.append(f"{call.name}({arguments}) -> {_clip(call.content, each)}")
+    return "\n".join(lines)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -527,6 +557,44 @@ def _cycle_note(
         f"Note: {worst.name} has now returned the same result {worst_count} times for the "
         "same arguments. Calling it again will not change the result: use what you have "
         "or try something different."
+    )
+
+
+def _failure_note(state: RunState, outcomes: Sequence[Outcome], config: LoopConfig) -> str | None:
+    """Count the turns that made each failing call; a note at the second, a stop after.
+
+    A call with the same arguments that fails again will fail again, whatever else
+    the turn did (a sibling whose result changes each time hides it from the cycle
+    check). Each failing call counts once per turn; the note comes when one has
+    failed in `cycle_note_at` - 1 turns, and the run stops with status ``cycle`` at
+    the turn after, unless `cycle_limit` is None.
+    """
+    seen: dict[tuple[str, str], Outcome] = {}
+    for outcome in outcomes:
+        if isinstance(outcome, RejectedCall):  # refused: its argument text is what failed
+            seen.setdefault((outcome.name, outcome.arguments), outcome)
+        elif not outcome.ok:
+            seen.setdefault(call_identity(outcome.name, outcome.arguments), outcome)
+    worst: tuple[Outcome, int] | None = None
+    for key, outcome in seen.items():
+        count = state._failures[key] = state._failures.get(key, 0) + 1
+        if worst is None or count > worst[1]:
+            worst = (outcome, count)
+    note_at = max(config.cycle_note_at - 1, 2)
+    if worst is None or worst[1] < note_at:
+        return None
+    outcome, count = worst
+    error = outcome.error or "it failed"
+    if config.cycle_limit is not None and count > note_at:
+        state.status = "cycle"
+        state.error = (
+            f"{outcome.name} failed {count} times with the same arguments ({error}); the run "
+            "was stopped"
+        )
+        return None
+    return (
+        f"Note: {outcome.name} has now failed {count} times with the same arguments: {error}. "
+        "The same call will fail again: change its arguments, or answer without it."
     )
 
 
@@ -706,7 +774,7 @@ def _rounds(
         if isinstance(action, Script):
             script_id = f"script_{len(state.scripts) + 1}"
             effect = RunScript(script_id, action.code, round_, action.repairs)
-            if not (yield from _script_turn(state, task, effect)):
+            if not (yield from _script_turn(state, task, effect, config)):
                 return
             continue
         if isinstance(action, Plan):

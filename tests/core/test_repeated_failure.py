@@ -1,0 +1,106 @@
+"""The loop notices a call that keeps failing, and a script that printed nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from examples.seed_tools import toolbox as seed_tools
+from tooluse import Agent, Message
+from tooluse.models import ScriptedModel
+
+
+def calls(*items: tuple[str, dict[str, Any]], turn: int) -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {"id": f"t{turn}c{i}", "function": {"name": name, "arguments": arguments}}
+            for i, (name, arguments) in enumerate(items)
+        ]
+    }
+
+
+def fenced(code: str) -> dict[str, str]:
+    return {"content": f"```python\n{code}\n```"}
+
+
+def notes(messages: Sequence[Message]) -> list[str]:
+    return [m.content or "" for m in messages if m.role == "user"][1:]
+
+
+def test_the_same_failing_call_gets_one_note_then_stops_the_run() -> None:
+    # Each turn also makes a call whose result changes, which hides the loop from the
+    # check for identical call and result.
+    def reply(messages: Sequence[Message]) -> dict[str, Any]:
+        turn = sum(1 for m in messages if m.role == "assistant")
+        return calls(
+            ("lookup_capital", {"country": "Atlantis"}),
+            ("calculator", {"expression": f"{turn} + 1"}),
+            turn=turn,
+        )
+
+    model = ScriptedModel(reply)
+    result = Agent(model, seed_tools, max_rounds=10).run("Capital of Atlantis?")
+
+    assert result.status == "cycle"
+    assert "lookup_capital failed 3 times with the same arguments" in (result.error or "")
+    assert len(model.requests) == 3
+    (note,) = [n for n in notes(result.messages) if "failed" in n]
+    assert note.startswith("Note: lookup_capital has now failed 2 times")
+    assert "unknown country 'Atlantis'" in note
+
+
+def test_a_call_failing_in_two_turns_apart_gets_one_note_and_the_run_goes_on() -> None:
+    model = ScriptedModel(
+        [
+            calls(("lookup_capital", {"country": "Atlantis"}), turn=1),
+            calls(("lookup_capital", {"country": "France"}), turn=2),
+            calls(("lookup_capital", {"country": "Atlantis"}), turn=3),
+            "Paris; Atlantis has none.",
+        ]
+    )
+    result = Agent(model, seed_tools).run("Capitals of France and Atlantis?")
+    # Atlantis failed in two turns, not in a row: one note, and the run goes on.
+    assert result.status == "completed"
+    assert len([n for n in notes(result.messages) if "has now failed 2 times" in n]) == 1
+
+
+def test_without_a_cycle_limit_the_note_comes_and_the_run_goes_on() -> None:
+    def reply(messages: Sequence[Message]) -> dict[str, Any]:
+        turn = sum(1 for m in messages if m.role == "assistant")
+        return calls(("lookup_capital", {"country": "Atlantis"}), turn=turn)
+
+    result = Agent(ScriptedModel(reply), seed_tools, max_rounds=4, cycle_limit=None).run("x")
+    assert result.status == "max_rounds"
+    assert any("has now failed" in n for n in notes(result.messages))
+
+
+def test_a_script_that_keeps_failing_the_same_call_stops_the_run() -> None:
+    script = (
+        "import tools, random\n"
+        "print(tools.calculator(str(random.random())))\n"
+        "print(tools.lookup_capital('Atlantis'))\n"
+    )
+    model = ScriptedModel(lambda messages: fenced(script))
+    agent = Agent(model, seed_tools, convention="code", max_rounds=10, script_timeout=20)
+    with agent:
+        result = agent.run("Capital of Atlantis?")
+    assert result.status == "cycle"
+    assert "lookup_capital failed 3 times" in (result.error or "")
+    assert len(result.scripts) == 3
+
+
+def test_a_script_that_printed_nothing_gets_its_calls_results() -> None:
+    script = (
+        "import tools\n"
+        "capital = tools.lookup_capital('Japan')\n"
+        "rate = tools.get_exchange_rate('USD', 'EUR')\n"
+    )
+    model = ScriptedModel([fenced(script), "Tokyo."])
+    agent = Agent(model, seed_tools, convention="code", script_timeout=20)
+    with agent:
+        result = agent.run("Capital of Japan?")
+    assert result.status == "completed"
+    shown = next(m.content or "" for m in result.messages if m.role == "tool")
+    assert shown.startswith("The script printed nothing. Its calls returned:")
+    assert "lookup_capital(country='Japan') -> Tokyo" in shown
+    assert "get_exchange_rate(base='USD', target='EUR') -> 0.92" in shown
