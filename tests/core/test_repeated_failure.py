@@ -104,3 +104,21 @@ def test_a_script_that_printed_nothing_gets_its_calls_results() -> None:
     assert shown.startswith("The script printed nothing. Its calls returned:")
     assert "lookup_capital(country='Japan') -> Tokyo" in shown
     assert "get_exchange_rate(base='USD', target='EUR') -> 0.92" in shown
+
+
+def test_a_denied_call_asked_again_is_not_a_failing_call() -> None:
+    # The approval gate denies it again each time; the model may go on and answer.
+    from tooluse import tool
+
+    @tool(side_effects=True)
+    def send_money(to: str, amount: float) -> str:
+        """Send money to an account."""
+        return "sent"
+
+    replies: list[dict[str, Any] | str] = [
+        calls(("send_money", {"to": "X", "amount": 5.0}), turn=t) for t in range(3)
+    ]
+    model = ScriptedModel([*replies, "I was not allowed to send it."])
+    result = Agent(model, [send_money], approval=lambda request: False).run("Send 5 to X")
+    assert result.status == "completed"
+    assert [r.kind for r in result.rejected] == ["denied"] * 3

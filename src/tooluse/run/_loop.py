@@ -571,8 +571,11 @@ def _failure_note(state: RunState, outcomes: Sequence[Outcome], config: LoopConf
     """
     seen: dict[tuple[str, str], Outcome] = {}
     for outcome in outcomes:
-        if isinstance(outcome, RejectedCall):  # refused: its argument text is what failed
-            seen.setdefault((outcome.name, outcome.arguments), outcome)
+        if isinstance(outcome, RejectedCall):
+            # A denial is a decision, remembered and given again by the approval gate;
+            # a call refused as invalid failed on its argument text.
+            if outcome.kind != "denied":
+                seen.setdefault((outcome.name, outcome.arguments), outcome)
         elif not outcome.ok:
             seen.setdefault(call_identity(outcome.name, outcome.arguments), outcome)
     worst: tuple[Outcome, int] | None = None
