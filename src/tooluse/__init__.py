@@ -33,6 +33,7 @@ from .policy._approval_store import ApprovalStore
 from .policy._provenance import FREE_TEXT, Suspicious
 from .run._agent import Agent
 from .run._conversation import Conversation, ConversationStore
+from .run._limits import Limits
 from .run._result import RunResult, RunStatus, RunUsage
 from .run._stream import (
     ApprovalEvent,
@@ -75,6 +76,7 @@ __all__ = [
     "InvalidCallError",
     "JsonlTrace",
     "Ledger",
+    "Limits",
     "Message",
     "ModelAuthError",
     "ModelBadRequestError",

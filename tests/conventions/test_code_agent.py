@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from examples.seed_tools import toolbox as seed_tools
-from tooluse import Agent, Message, RunResult, Toolbox, ToolCall, tool
+from tooluse import Agent, Limits, Message, RunResult, Toolbox, ToolCall, tool
 from tooluse._messages import openai_messages
 from tooluse.models import ScriptedModel
 from tooluse.run._loop import NO_CALL_NOTE
@@ -16,7 +16,9 @@ def fenced(code: str) -> dict[str, str]:
 def run(
     agents: list[Agent], replies: list[dict[str, str]], tools: Toolbox = seed_tools
 ) -> RunResult:
-    agent = Agent(ScriptedModel(replies), tools, convention="code", script_timeout=20)
+    agent = Agent(
+        ScriptedModel(replies), tools, convention="code", limits=Limits(script_timeout=20)
+    )
     agents.append(agent)
     return agent.run("task")
 
@@ -177,7 +179,7 @@ def test_a_second_run_sees_nothing_a_first_runs_script_left(agents: list[Agent])
         ),
         seed_tools,
         convention="code",
-        script_timeout=20,
+        limits=Limits(script_timeout=20),
     )
     agents.append(agent)
     first = agent.run("save the card")

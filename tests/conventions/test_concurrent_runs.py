@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, RunResult, Toolbox, UsageError, tool
+from tooluse import Agent, Limits, RunResult, Toolbox, UsageError, tool
 from tooluse.conventions import (
     CodeConvention,
     Convention,
@@ -93,7 +93,7 @@ def test_two_runs_on_one_agent(name: str, agents: list[Agent]) -> None:
             "second": [write("echo", "beta"), answer.format("beta done")],
         }
     )
-    agent = Agent(model, [echo], convention=convention(name), script_timeout=20)
+    agent = Agent(model, [echo], convention=convention(name), limits=Limits(script_timeout=20))
     agents.append(agent)
 
     first, second = asyncio.run(gather([(agent, "first"), (agent, "second")]))
@@ -145,8 +145,8 @@ def test_a_code_convention_shared_by_agents_reads_each_run_with_its_own_tools(
     shared = CodeConvention()
     agents.extend(
         [
-            Agent(model, [echo], convention=shared, script_timeout=20),
-            Agent(model, [shout], convention=shared, script_timeout=20),
+            Agent(model, [echo], convention=shared, limits=Limits(script_timeout=20)),
+            Agent(model, [shout], convention=shared, limits=Limits(script_timeout=20)),
         ]
     )
 

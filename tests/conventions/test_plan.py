@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, Approval, Toolbox, tool
+from tooluse import Agent, Approval, Limits, Toolbox, tool
 from tooluse.conventions import PlanConvention, PlanError, PlanEvaluationError, parse_plan
 from tooluse.conventions._plan_eval import evaluate
 from tooluse.eval import Bench, BenchConfig, SuiteOptions
@@ -127,7 +127,7 @@ def test_independent_steps_run_together() -> None:
         ScriptedModel([fenced(plan), {"content": "LR"}]),
         Toolbox([left, right]),
         convention="plan",
-        tool_timeout=60,
+        limits=Limits(tool_timeout=60),
     ) as agent:
         result = agent.run("join them")
     assert result.status == "completed"

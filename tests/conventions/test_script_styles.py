@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tooluse import Agent, RunResult, Toolbox, tool
+from tooluse import Agent, Limits, RunResult, Toolbox, tool
 from tooluse.models import ScriptedModel
 
 Make = Callable[[str], Agent]
@@ -42,7 +42,9 @@ def agent() -> Iterator[Make]:
 
     def make(script: str) -> Agent:
         replies = [{"content": f"```python\n{script}\n```"}, {"content": "done"}]
-        made = Agent(ScriptedModel(replies), TOOLS, convention="code", script_timeout=20)
+        made = Agent(
+            ScriptedModel(replies), TOOLS, convention="code", limits=Limits(script_timeout=20)
+        )
         agents.append(made)
         return made
 

@@ -13,6 +13,7 @@ from examples.seed_tools import toolbox as seed_tools
 from tooluse import (
     Agent,
     CallRecord,
+    Limits,
     Message,
     ModelServerError,
     RejectedCall,
@@ -123,7 +124,9 @@ def test_max_rounds_is_a_hard_stop_that_keeps_the_state() -> None:
     model = ScriptedModel(
         lambda messages: calls(("calculator", {"expression": f"{len(messages)}"}))
     )
-    result = Agent(model, seed_tools, max_rounds=3, cycle_limit=None).run("loop forever")
+    result = Agent(model, seed_tools, max_rounds=3, limits=Limits(cycle_limit=None)).run(
+        "loop forever"
+    )
     assert result.status == "max_rounds" and result.rounds == 3
     assert len(result.calls) == 3 and result.answer is None
     assert "3 rounds" in (result.error or "")
@@ -133,7 +136,7 @@ def test_max_rounds_is_a_hard_stop_that_keeps_the_state() -> None:
 
 def test_cycles_get_a_note_then_end_the_run() -> None:
     model = ScriptedModel(lambda messages: calls(("lookup_capital", {"country": "France"})))
-    result = Agent(model, seed_tools, max_rounds=20, cycle_limit=5).run("capital?")
+    result = Agent(model, seed_tools, max_rounds=20, limits=Limits(cycle_limit=5)).run("capital?")
     assert result.status == "cycle"
     assert len(result.calls) == 5
     notes = [
@@ -197,7 +200,9 @@ def test_malformed_calls_are_rejected_with_a_precise_error(
 def test_thousands_of_calls_in_one_turn_are_bounded() -> None:
     many = calls(*[("lookup_capital", {"country": "France"})] * 3000)
     model = ScriptedModel([many, {"content": "ok"}])
-    result = Agent(model, seed_tools, max_calls_per_turn=100, cycle_limit=None).run("task")
+    result = Agent(model, seed_tools, limits=Limits(max_calls_per_turn=100, cycle_limit=None)).run(
+        "task"
+    )
     assert result.status == "completed"
     assert len(result.calls) == 100 and len(result.rejected) == 2900
     assert "at most 100 run per turn" in result.rejected[0].error

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, RunResult, read_trace, tool
+from tooluse import Agent, Limits, RunResult, read_trace, tool
 from tooluse.models import ScriptedModel
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -240,8 +240,7 @@ class Operator:
             model,
             [note, wait_for_operator],
             convention=convention,
-            max_concurrency=1,
-            tool_timeout=120,
+            limits=Limits(max_concurrency=1, tool_timeout=120),
             **options,
         )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, RunResult, Toolbox, tool
+from tooluse import Agent, Limits, RunResult, Toolbox, tool
 from tooluse.models import ScriptedModel
 
 
@@ -48,7 +48,9 @@ def cart() -> Cart:
 
 
 def code_agent(agents: list[Agent], cart: Cart, replies: list[dict[str, Any]]) -> Agent:
-    agent = Agent(ScriptedModel(replies), cart.toolbox, convention="code", script_timeout=20)
+    agent = Agent(
+        ScriptedModel(replies), cart.toolbox, convention="code", limits=Limits(script_timeout=20)
+    )
     agents.append(agent)
     return agent
 

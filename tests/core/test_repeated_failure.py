@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from examples.seed_tools import toolbox as seed_tools
-from tooluse import Agent, Message
+from tooluse import Agent, Limits, Message
 from tooluse.models import ScriptedModel
 
 
@@ -69,7 +69,9 @@ def test_without_a_cycle_limit_the_note_comes_and_the_run_goes_on() -> None:
         turn = sum(1 for m in messages if m.role == "assistant")
         return calls(("lookup_capital", {"country": "Atlantis"}), turn=turn)
 
-    result = Agent(ScriptedModel(reply), seed_tools, max_rounds=4, cycle_limit=None).run("x")
+    result = Agent(
+        ScriptedModel(reply), seed_tools, max_rounds=4, limits=Limits(cycle_limit=None)
+    ).run("x")
     assert result.status == "max_rounds"
     assert any("has now failed" in n for n in notes(result.messages))
 
@@ -81,7 +83,9 @@ def test_a_script_that_keeps_failing_the_same_call_stops_the_run() -> None:
         "print(tools.lookup_capital('Atlantis'))\n"
     )
     model = ScriptedModel(lambda messages: fenced(script))
-    agent = Agent(model, seed_tools, convention="code", max_rounds=10, script_timeout=20)
+    agent = Agent(
+        model, seed_tools, convention="code", max_rounds=10, limits=Limits(script_timeout=20)
+    )
     with agent:
         result = agent.run("Capital of Atlantis?")
     assert result.status == "cycle"
@@ -96,7 +100,7 @@ def test_a_script_that_printed_nothing_gets_its_calls_results() -> None:
         "rate = tools.get_exchange_rate('USD', 'EUR')\n"
     )
     model = ScriptedModel([fenced(script), "Tokyo."])
-    agent = Agent(model, seed_tools, convention="code", script_timeout=20)
+    agent = Agent(model, seed_tools, convention="code", limits=Limits(script_timeout=20))
     with agent:
         result = agent.run("Capital of Japan?")
     assert result.status == "completed"

@@ -21,6 +21,7 @@ from tooluse import (
     CallStartEvent,
     ContextEvent,
     DoneEvent,
+    Limits,
     RoundEndEvent,
     RunResult,
     ScriptOutputEvent,
@@ -235,7 +236,7 @@ def _blocking_agent(gate: threading.Event, started: threading.Event | None = Non
         ],
         chunk=4,
     )
-    return Agent(model, [get_exchange_rate, wait_for_operator], tool_timeout=30)
+    return Agent(model, [get_exchange_rate, wait_for_operator], limits=Limits(tool_timeout=30))
 
 
 def _assert_partial(result: RunResult, *, replied: bool | None = False) -> None:

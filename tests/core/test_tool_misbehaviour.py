@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, CallRecord, DoneEvent, RunResult, Toolbox, run_script, tool
+from tooluse import Agent, CallRecord, DoneEvent, Limits, RunResult, Toolbox, run_script, tool
 from tooluse.models import ScriptedModel
 from tooluse.sandbox import Sandbox
 
@@ -42,9 +42,12 @@ async def run_json(toolbox: Toolbox, name: str, **settings: Any) -> RunResult:
     return await asyncio.wait_for(agent.arun("go"), DEADLINE_S)
 
 
-async def run_code(agents: list[Agent], toolbox: Toolbox, code: str, **settings: Any) -> RunResult:
+async def run_code(
+    agents: list[Agent], toolbox: Toolbox, code: str, tool_timeout: float | None = 60.0
+) -> RunResult:
     model = ScriptedModel([fenced(code), {"content": "done"}])
-    agent = Agent(model, toolbox, convention="code", script_timeout=30, **settings)
+    limits = Limits(script_timeout=30, tool_timeout=tool_timeout)
+    agent = Agent(model, toolbox, convention="code", limits=limits)
     agents.append(agent)
     return await asyncio.wait_for(agent.arun("go"), DEADLINE_S)
 
@@ -129,7 +132,7 @@ async def test_a_tool_raising_a_base_exception_gets_an_error_result(
     tool_name: str, error: str
 ) -> None:
     result = await run_json(
-        Toolbox([exits, interrupts, cancels, stops]), tool_name, tool_timeout=None
+        Toolbox([exits, interrupts, cancels, stops]), tool_name, limits=Limits(tool_timeout=None)
     )
     assert only_call(result).error == error
 
@@ -166,7 +169,7 @@ async def test_an_async_tool_ignoring_its_timeout_is_recorded_as_timed_out(
         return "finished late"
 
     try:
-        from_json = await run_json(Toolbox([stubborn]), "stubborn", tool_timeout=0.2)
+        from_json = await run_json(Toolbox([stubborn]), "stubborn", limits=Limits(tool_timeout=0.2))
         from_code = await run_code(
             agents,
             Toolbox([stubborn]),
@@ -239,7 +242,7 @@ def _stubborn_run(driver: str, stubborn: Any) -> list[CallRecord]:
         reply = json_call("stubborn", {})
     model = ScriptedModel([reply, {"content": "done"}])
     convention = "code" if driver == "code" else "json"
-    with Agent(model, [stubborn], convention=convention, tool_timeout=0.2) as agent:
+    with Agent(model, [stubborn], convention=convention, limits=Limits(tool_timeout=0.2)) as agent:
         if driver != "stream_sync":
             result = agent.run("go")
         else:
@@ -269,7 +272,7 @@ def test_run_returns_at_the_timeout_leaving_an_async_tool_that_ignores_it_behind
 async def test_a_cancelled_arun_does_not_wait_for_an_async_tool_that_ignores_it() -> None:
     with Stubborn() as stubborn:
         model = ScriptedModel([json_call("stubborn", {}), {"content": "done"}])
-        agent = Agent(model, [stubborn.tool()], tool_timeout=None)
+        agent = Agent(model, [stubborn.tool()], limits=Limits(tool_timeout=None))
         task = asyncio.create_task(agent.arun("go"))
         await asyncio.to_thread(stubborn.started.wait, DEADLINE_S)
         task.cancel()
@@ -286,7 +289,7 @@ def test_sync_tools_that_never_return_do_not_block_exit() -> None:
     program = textwrap.dedent(
         """
         import json, threading, warnings
-        from tooluse import Agent, tool
+        from tooluse import Agent, Limits, tool
         from tooluse.models import ScriptedModel
 
         @tool
@@ -309,7 +312,7 @@ def test_sync_tools_that_never_return_do_not_block_exit() -> None:
         model = ScriptedModel([
             calls("forever", "forever"), calls("forever"), calls("quick"), {"content": "done"}
         ])
-        agent = Agent(model, [forever, quick], tool_timeout=0.2, max_concurrency=2)
+        agent = Agent(model, [forever, quick], limits=Limits(tool_timeout=0.2, max_concurrency=2))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = agent.run("go")
@@ -352,7 +355,9 @@ async def test_sync_tools_raising_stop_iteration_side_by_side_do_not_hang(
             for i in range(2)
         ]
     }
-    agent = Agent(ScriptedModel([both, {"content": "done"}]), [stops], tool_timeout=None)
+    agent = Agent(
+        ScriptedModel([both, {"content": "done"}]), [stops], limits=Limits(tool_timeout=None)
+    )
     from_json = await asyncio.wait_for(agent.arun("go"), DEADLINE_S)
     from_code = await run_code(
         agents,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from client_helpers import PYTHON, everything_server, misbehaving, sqlite_server, time_server
 
-from tooluse import Agent, RunResult, Toolbox, tool
+from tooluse import Agent, Limits, RunResult, Toolbox, tool
 from tooluse.mcp import MCPClient, combine
 from tooluse.models import ScriptedModel
 
@@ -40,7 +40,9 @@ def fenced(code: str) -> dict[str, str]:
 
 
 def run(tools: Toolbox, replies: list[dict[str, Any]], convention: str = "json") -> RunResult:
-    with Agent(ScriptedModel(replies), tools, convention=convention, script_timeout=60) as agent:
+    with Agent(
+        ScriptedModel(replies), tools, convention=convention, limits=Limits(script_timeout=60)
+    ) as agent:
         return agent.run("task")
 
 

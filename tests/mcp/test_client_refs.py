@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from client_helpers import PYTHON
 
-from tooluse import Agent, RunResult, Tool, Toolbox
+from tooluse import Agent, Limits, RunResult, Tool, Toolbox
 from tooluse.mcp import MCPClient, combine
 from tooluse.models import ScriptedModel
 from tooluse.tools._validate import unresolved_reference
@@ -69,7 +69,7 @@ def call(name: str, call_id: str = "c1", **arguments: Any) -> dict[str, Any]:
 
 def run(tools: Toolbox, replies: list[dict[str, Any]], convention: str = "json") -> RunResult:
     model = ScriptedModel(replies)
-    with Agent(model, tools, convention=convention, script_timeout=60) as agent:
+    with Agent(model, tools, convention=convention, limits=Limits(script_timeout=60)) as agent:
         return agent.run("task")
 
 

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
 from examples.seed_tools import toolbox as seed_tools
-from tooluse import Agent, RunResult
+from tooluse import Agent, Limits, RunResult
 from tooluse.context import ContextPolicy
 from tooluse.models import ScriptedModel
 
@@ -123,7 +123,9 @@ def test_calls_inside_a_script_are_children_of_the_script_span(receiver: OtlpRec
         "    print(tools.get_current_weather(location=city))\n"
     )
     replies = [{"content": f"```python\n{script}```"}, {"content": "Done."}]
-    result, spans = export_run(receiver, replies, convention="code", script_timeout=20)
+    result, spans = export_run(
+        receiver, replies, convention="code", limits=Limits(script_timeout=20)
+    )
     assert result.status == "completed" and len(result.calls) == 2
     named = by_name(spans)
     (run,) = named["invoke_agent"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, Tool, Toolbox, ToolDefinitionError
+from tooluse import Agent, Limits, Tool, Toolbox, ToolDefinitionError
 from tooluse.context._window import ContextPolicy
 from tooluse.models import ScriptedModel
 from tooluse.sandbox._types import RESERVED_NAMES
@@ -64,7 +64,7 @@ def test_a_tool_named_parallel_runs_beside_the_helper(agents: list[Agent]) -> No
         "import tools\nprint(tools.parallel_())\nprint(tools.parallel(tools.parallel_, [{}, {}]))\n"
     )
     model = ScriptedModel([{"content": f"```python\n{script}```"}, {"content": "done"}])
-    agent = Agent(model, [raw("parallel")], convention="code", script_timeout=20)
+    agent = Agent(model, [raw("parallel")], convention="code", limits=Limits(script_timeout=20))
     agents.append(agent)
     result = agent.run("task")
     assert result.status == "completed", result.error

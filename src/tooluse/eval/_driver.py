@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import Agent, Expect, Message, RunResult
+from .. import Agent, Expect, Limits, Message, RunResult
 from ..conventions import Convention, Interpretation, Prepared, Retry, get_convention
 from ..conventions._text import describe_tools
 from ..models import Model, ModelResponse
@@ -127,7 +127,7 @@ def _agent(
         convention=convention,
         max_rounds=calls.max_rounds or task.max_rounds,
         system_prompt=setup.system_prompt,
-        max_calls_per_turn=task.max_calls_per_turn,
+        limits=Limits(max_calls_per_turn=task.max_calls_per_turn),
         sandbox=sandbox,
         tool_choice=calls.tool_choice,
         parallel_tool_calls=calls.parallel_tool_calls,

@@ -2,6 +2,7 @@
 
 from ._agent import Agent
 from ._conversation import Conversation, ConversationInfo, ConversationStore, Turn
+from ._limits import Limits
 from ._result import RunResult, RunStatus, RunUsage
 from ._trace import JsonlTrace, read_trace
 
@@ -11,6 +12,7 @@ __all__ = [
     "ConversationInfo",
     "ConversationStore",
     "JsonlTrace",
+    "Limits",
     "RunResult",
     "RunStatus",
     "RunUsage",

@@ -51,6 +51,7 @@ from ..policy._scope import AllowInScope, ask_scope
 from ..sandbox import IsolationMode, Sandbox
 from ..search import SearchMode, SearchRun, ToolSearch
 from ..tools import Tool, Toolbox
+from ._limits import Limits
 from ._loop import (
     AskModel,
     Effect,
@@ -93,11 +94,9 @@ class Agent:
         max_rounds: model requests at most; then the run stops with status
             ``max_rounds``.
         system_prompt: text put first in the conversation.
-        tool_timeout: default seconds per tool call (a tool's own wins).
-        max_concurrency: tool calls executing at once.
-        max_calls_per_turn: calls in one reply beyond this are refused.
-        cycle_limit: identical call+result repeats that end the run with
-            status ``cycle`` (None: never); the model is warned earlier.
+        limits: the run's other bounds: timeouts of tools and scripts, calls
+            at once and per reply, and repeats that end it (see `Limits`;
+            None: its defaults).
         count_tokens: count tokens offline (o200k) when the backend reports none.
         trace: a path to append JSON Lines trace events to.
         on_event: called with every trace event.
@@ -106,7 +105,6 @@ class Agent:
         isolation: the isolation of the agent's own sandbox: ``auto`` (the
             strongest available, with a warning if that is none),
             ``required`` (refuse to run scripts unisolated) or ``none``.
-        script_timeout: wall-clock seconds a script may run.
         context: a hard token budget for what the model sees, with the context
             tools (see `ContextPolicy`); None sends the whole conversation.
         tool_choice: for conventions that pass tools natively (json):
@@ -154,16 +152,12 @@ class Agent:
         convention: str | Convention = "json",
         max_rounds: int = 10,
         system_prompt: str | None = None,
-        tool_timeout: float | None = 60.0,
-        max_concurrency: int = 16,
-        max_calls_per_turn: int = 128,
-        cycle_limit: int | None = 5,
+        limits: Limits | None = None,
         count_tokens: bool = True,
         trace: str | Path | None = None,
         on_event: EventSink | None = None,
         sandbox: Sandbox | None = None,
         isolation: IsolationMode = "auto",
-        script_timeout: float = 30.0,
         context: ContextPolicy | None = None,
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
@@ -176,6 +170,7 @@ class Agent:
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
+        self.limits = limits if limits is not None else Limits()
         self.approval = as_policy(approval)
         self._owns_approval_store = isinstance(approval_store, str | Path)
         self.approval_store = (
@@ -199,7 +194,7 @@ class Agent:
             )
         self.config = LoopConfig(
             max_rounds=max_rounds,
-            cycle_limit=cycle_limit,
+            cycle_limit=self.limits.cycle_limit,
             count_tokens=count_tokens,
             tool_choice=tool_choice,
             parallel_tool_calls=parallel_tool_calls,
@@ -207,15 +202,11 @@ class Agent:
                 [*self.tools.names, *(s.function for s in self.tools.stub_signatures())]
             ),
         )
-        self.tool_timeout = tool_timeout
-        self.max_concurrency = max_concurrency
-        self.max_calls_per_turn = max_calls_per_turn
         self.trace = Path(trace) if trace is not None else None
         self.on_event = on_event
         self._sandbox = sandbox
         self._owns_sandbox = sandbox is None
         self.isolation: IsolationMode = isolation
-        self.script_timeout = script_timeout
         self.context = context
         if context is not None and context.agent_tools:
             # The context tools join these in every run: refuse a name clash now.
@@ -518,9 +509,9 @@ class Agent:
         ended: list[Outcome] = []
         dispatcher = Dispatcher(
             tools,
-            timeout=self.tool_timeout,
-            max_concurrency=self.max_concurrency,
-            max_calls_per_turn=self.max_calls_per_turn,
+            timeout=self.limits.tool_timeout,
+            max_concurrency=self.limits.max_concurrency,
+            max_calls_per_turn=self.limits.max_calls_per_turn,
             max_argument_bytes=self.config.max_argument_chars,
             gate=gate,
             unloaded=searching.refusal if searching is not None else None,
@@ -635,7 +626,10 @@ class Agent:
                 elif isinstance(effect, RunScript):
                     if runner is None:
                         runner = ScriptRunner(
-                            run.tools, run.dispatcher, self.sandbox(), timeout=self.script_timeout
+                            run.tools,
+                            run.dispatcher,
+                            self.sandbox(),
+                            timeout=self.limits.script_timeout,
                         )
                     answer = []
                     running = runner.run(

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ... import Agent, Message
+from ... import Agent, Limits, Message
 from ..._tokens import count_tokens
 from ...context import ContextStore
 from ...context._window import ContextPolicy
@@ -214,7 +214,7 @@ def run_experiment(
                 [tool],
                 context=context,
                 max_rounds=cfg.turns * 3 + 10,
-                cycle_limit=None,
+                limits=Limits(cycle_limit=None),
                 on_event=count_harness,
             )
             run = agent.run("Work through every item; recall earlier values when asked.")
