@@ -43,6 +43,7 @@ def test_top_level_exports() -> None:
             "InvalidCallError",
             "JsonlTrace",
             "Ledger",
+            "Limits",
             "Message",
             "ModelAuthError",
             "ModelBadRequestError",

@@ -1,7 +1,10 @@
-"""Four typed finance tools over a fixed ledger: balance, bills, currency, payments.
+"""Four typed finance tools over a ledger: balance, bills, currency, payments.
 
-`toolbox()` builds a fresh ledger and its tools, so every eval run starts from
-the same balances and bills, whatever an earlier run paid.
+The ledger is the run's dependency, not a global: each tool that reads or pays
+takes a `RunContext[Ledger]` (the model never sees it), and each run is given its
+own, ``agent.run(task, deps=Ledger())``. So two users' runs at once never touch
+each other's money, and every eval run starts from the same balances and bills,
+whatever an earlier run paid (the eval file names ``deps: ...:Ledger``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Literal
 
 from typing_extensions import TypedDict
 
-from tooluse import Toolbox, tool
+from tooluse import RunContext, Toolbox, tool
 
 Account = Literal["checking", "savings"]
 Currency = Literal["USD", "EUR", "GBP", "CHF", "JPY"]
@@ -71,70 +74,73 @@ class Ledger:
     bills: dict[str, Bill] = field(default_factory=_bills)
 
 
-def toolbox() -> Toolbox:
-    """The four tools over a fresh `Ledger`."""
-    ledger = Ledger()
+@tool
+def balance(ctx: RunContext[Ledger], account: Account) -> Balance:
+    """Return the balance of one of my accounts.
 
-    @tool
-    def balance(account: Account) -> Balance:
-        """Return the balance of one of my accounts.
+    Args:
+        account: Which account
+    """
+    ledger = ctx.deps
+    return Balance(account=account, amount=ledger.balances[account], currency="USD")
 
-        Args:
-            account: Which account
-        """
-        return Balance(account=account, amount=ledger.balances[account], currency="USD")
 
-    @tool
-    def list_bills(status: Literal["due", "paid", "all"] = "due") -> list[Bill]:
-        """List my bills, each with its id, payee, amount, currency and due date.
+@tool
+def list_bills(
+    ctx: RunContext[Ledger], status: Literal["due", "paid", "all"] = "due"
+) -> list[Bill]:
+    """List my bills, each with its id, payee, amount, currency and due date.
 
-        Args:
-            status: Only bills still due, only paid ones, or all
-        """
-        return [
-            Bill(**bill)
-            for bill in ledger.bills.values()
-            if status == "all" or bill["paid"] == (status == "paid")
-        ]
+    Args:
+        status: Only bills still due, only paid ones, or all
+    """
+    return [
+        Bill(**bill)
+        for bill in ctx.deps.bills.values()
+        if status == "all" or bill["paid"] == (status == "paid")
+    ]
 
-    @tool
-    def convert(amount: float, from_currency: Currency, to_currency: Currency) -> float:
-        """Convert money between currencies at today's rate, rounded to cents.
 
-        Args:
-            amount: How much, in from_currency
-            from_currency: ISO 4217 code the amount is in
-            to_currency: ISO 4217 code to convert to
-        """
-        return _convert(amount, from_currency, to_currency)
+@tool
+def convert(amount: float, from_currency: Currency, to_currency: Currency) -> float:
+    """Convert money between currencies at today's rate, rounded to cents.
 
-    @tool(side_effects=True)
-    def pay_bill(bill_id: str, account: Account = "checking") -> Payment:
-        """Pay a bill in full from an account; bills in other currencies are paid in USD.
+    Args:
+        amount: How much, in from_currency
+        from_currency: ISO 4217 code the amount is in
+        to_currency: ISO 4217 code to convert to
+    """
+    return _convert(amount, from_currency, to_currency)
 
-        Args:
-            bill_id: The bill's id, e.g. 'B1'
-            account: The account to pay from
-        """
-        bill = ledger.bills.get(bill_id.strip().upper())
-        if bill is None:
-            raise ValueError(f"no bill {bill_id!r}; ids: {', '.join(ledger.bills)}")
-        if bill["paid"]:
-            raise ValueError(f"bill {bill['id']} is paid already")
-        cost = _convert(bill["amount"], bill["currency"], "USD")
-        if cost > ledger.balances[account]:
-            raise ValueError(
-                f"{account} holds {ledger.balances[account]:.2f} USD, less than {cost}"
-            )
-        ledger.balances[account] = round(ledger.balances[account] - cost, 2)
-        bill["paid"] = True
-        return Payment(
-            bill_id=bill["id"],
-            payee=bill["payee"],
-            amount_usd=cost,
-            account=account,
-            new_balance=ledger.balances[account],
-            confirmation=f"CONF-{bill['id']}",
-        )
 
-    return Toolbox([balance, list_bills, convert, pay_bill])
+@tool(side_effects=True)
+def pay_bill(ctx: RunContext[Ledger], bill_id: str, account: Account = "checking") -> Payment:
+    """Pay a bill in full from an account; bills in other currencies are paid in USD.
+
+    Args:
+        bill_id: The bill's id, e.g. 'B1'
+        account: The account to pay from
+    """
+    ledger = ctx.deps
+    bill = ledger.bills.get(bill_id.strip().upper())
+    if bill is None:
+        raise ValueError(f"no bill {bill_id!r}; ids: {', '.join(ledger.bills)}")
+    if bill["paid"]:
+        raise ValueError(f"bill {bill['id']} is paid already")
+    cost = _convert(bill["amount"], bill["currency"], "USD")
+    if cost > ledger.balances[account]:
+        raise ValueError(f"{account} holds {ledger.balances[account]:.2f} USD, less than {cost}")
+    ledger.balances[account] = round(ledger.balances[account] - cost, 2)
+    bill["paid"] = True
+    return Payment(
+        bill_id=bill["id"],
+        payee=bill["payee"],
+        amount_usd=cost,
+        account=account,
+        new_balance=ledger.balances[account],
+        confirmation=f"CONF-{bill['id']}",
+    )
+
+
+#: The four tools; give each run its `Ledger` as ``deps``.
+toolbox = Toolbox([balance, list_bills, convert, pay_bill])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from examples.finance.tools import Ledger
 from tooluse import Toolbox, UsageError
 from tooluse.eval import (
     BenchDataError,
@@ -140,7 +141,7 @@ BAD = [
     (GOOD.replace("unchecked: [amount]", "unchecked: [rate]"),
      "19: task #2: calls[0].unchecked: must be a list of names of the call's arguments"),
     (GOOD.replace("name: money\n", "name: money\nmodel: x\n"),
-     "2: unknown key 'model' (a task file has name, tools, tasks)"),
+     "2: unknown key 'model' (a task file has name, tools, deps, tasks)"),
     (GOOD.replace("    answer: 1,250 USD in checking.\n", "    answer: [oops\n"),
      "15: not valid YAML: expected ',' or ']', but got ':'"),
     ("- just a string\n", "1: task #1: task: must be a mapping of id, prompt, calls, forbid, "
@@ -219,3 +220,50 @@ def test_cases_made_in_python_without_ids_are_named_by_place_and_ids_do_not_repe
     assert [c.id for c in Dataset("d", cases, Toolbox()).cases] == ["1", "x"]
     with pytest.raises(BenchDataError, match=r"dataset 'd': repeated case ids \['x'\]"):
         Dataset("d", (cases[1], cases[1]), Toolbox())
+
+
+def broken_ledger() -> object:
+    """A deps factory that cannot make its value."""
+    raise OSError("the ledger file is locked")
+
+
+@pytest.mark.parametrize(
+    ("deps", "error"),
+    [
+        ("examples.finance.tools:nothing",
+         "{where}: module 'examples.finance.tools' has no attribute 'nothing'"),
+        ("examples.finance.tools:convert",
+         "{where}: examples.finance.tools:convert must be callable without arguments (a class "
+         "or a function), to make each run's dependencies afresh"),
+        ("tests.eval.test_task_files:broken_ledger",
+         "tests.eval.test_task_files:broken_ledger: making the dependencies failed: "
+         "OSError: the ledger file is locked"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("given_as", ["file", "option"])
+def test_deps_that_cannot_make_a_run_s_dependencies_are_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deps: str, error: str, given_as: str
+) -> None:
+    monkeypatch.chdir(ROOT)
+    header = f"deps: {deps}\n" if given_as == "file" else ""
+    path = _write(tmp_path, f"{header}tasks:\n  - {{prompt: a, checks: [{{number: 1}}]}}\n")
+    with pytest.raises(TaskFileError) as caught:
+        Dataset.from_file(path, tools=TOOLS, deps=None if given_as == "file" else deps)
+    where = f"{path}:1: deps" if given_as == "file" else "--deps"
+    assert str(caught.value) == error.format(where=where)
+
+
+def test_each_run_of_a_case_is_given_dependencies_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    path = _write(
+        tmp_path,
+        "tools: examples.finance.tools:toolbox\ndeps: examples.finance.tools:Ledger\n"
+        "tasks:\n  - {prompt: pay B1, calls: [{tool: pay_bill, arguments: {bill_id: B1}}]}\n",
+    )
+    (task,) = Dataset.from_file(path).tasks()
+    first, second = task.setup(), task.setup()
+    assert isinstance(first.deps, Ledger) and isinstance(second.deps, Ledger)
+    first.deps.bills["B1"]["paid"] = True
+    assert second.deps.bills["B1"]["paid"] is False

@@ -216,6 +216,7 @@ def _bench(
     rate_limit: float | None = None,
     task_file: Path | None = None,
     tools: str | None = None,
+    deps: str | None = None,
     command: str = "tooluse bench",
 ) -> None:
     need("eval", command)  # for the plots and the fitted lines, checked before the run
@@ -243,6 +244,7 @@ def _bench(
             seed=seed,
             task_file=str(task_file) if task_file is not None else None,
             tools=tools,
+            deps=deps,
         ),
         workers=workers if workers is not None else (0 if executor == "ray" else 1),
         base_url=base_url,

@@ -44,6 +44,15 @@ def eval_command(  # noqa: PLR0917 - typer maps parameters to options
             "file's `tools:`).",
         ),
     ] = None,
+    deps: Annotated[
+        str | None,
+        typer.Option(
+            "--deps",
+            help="MODULE:ATTR of a class or function without parameters that makes each "
+            "run's dependencies, for the tools that take a RunContext (default: the "
+            "file's `deps:`).",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -87,5 +96,6 @@ def eval_command(  # noqa: PLR0917 - typer maps parameters to options
         rate_limit=rate_limit,
         task_file=tasks.resolve(),
         tools=tools,
+        deps=deps,
         command="tooluse eval",
     )

@@ -15,6 +15,7 @@ The file format (``tooluse eval`` reads it; docs/evaluation.md shows it whole)::
 
     name: finance                          # optional: the file's stem
     tools: examples.finance.tools:toolbox  # optional: --tools gives it otherwise
+    deps: examples.finance.tools:Ledger    # optional: made afresh for each run
     tasks:
       - id: checking-balance
         prompt: How much is in my checking account?
@@ -69,7 +70,7 @@ TASK_FIELDS = (
     "category",
     "max_rounds",
 )
-_FILE_FIELDS = ("name", "tools", "tasks")
+_FILE_FIELDS = ("name", "tools", "deps", "tasks")
 _CALL_FIELDS = ("tool", "arguments", "unchecked")
 _CHECK_KINDS = ("contains", "regex", "number", "predicate")
 _CHECK_OPTIONS = {"contains": ("case_sensitive",), "number": ("tolerance",)}
@@ -129,7 +130,10 @@ class Dataset:
     """Cases over one set of tools; `tasks()` makes them eval tasks for `Bench`.
 
     `tools` is a `Toolbox` (shared by every run) or a function returning a fresh
-    one per run. `name` labels the rows (their ``suite``).
+    one per run. `deps`, when given, is called for each run and its value is the
+    run's dependencies (``agent.run(task, deps=...)``): what the tools that take a
+    `RunContext` act on, made afresh so that no run sees another's changes.
+    `name` labels the rows (their ``suite``).
     """
 
     name: str
@@ -137,6 +141,7 @@ class Dataset:
     tools: Toolbox | ToolsFactory
     #: Where the cases were read from, if from a file.
     path: Path | None = None
+    deps: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
         # A case without an id is named by its place, as in a file.
@@ -150,9 +155,11 @@ class Dataset:
             raise BenchDataError(f"dataset {self.name!r}: repeated case ids {repeated}")
 
     @classmethod
-    def from_file(cls, path: str | Path, tools: str | None = None) -> Dataset:
-        """Read a task file (see the module docstring); `tools` overrides the file's ``tools``."""
-        return load_dataset(Path(path), tools)
+    def from_file(
+        cls, path: str | Path, tools: str | None = None, deps: str | None = None
+    ) -> Dataset:
+        """Read a task file (see the module docstring); `tools` and `deps` override the file's."""
+        return load_dataset(Path(path), tools, deps)
 
     def toolbox(self) -> Toolbox:
         return self.tools if isinstance(self.tools, Toolbox) else self.tools()
@@ -179,7 +186,8 @@ class CaseTask(Task):
         self.max_rounds = case.max_rounds or Task.max_rounds
 
     def setup(self) -> Setup:
-        return Setup(turns=[Turn(self.case.prompt, self.dataset.toolbox())])
+        deps = self.dataset.deps() if self.dataset.deps is not None else None
+        return Setup(turns=[Turn(self.case.prompt, self.dataset.toolbox())], deps=deps)
 
     def oracle(self, setup: Setup, convention: str) -> list[OracleTurn]:
         calls = [expected.call for expected in self.case.calls]
@@ -314,11 +322,11 @@ Locate = Callable[[Sequence[str | int]], int | None]
 """The line a path of keys and indices starts on, in the file as written."""
 
 
-def load_dataset(path: Path, tools: str | None = None) -> Dataset:
+def load_dataset(path: Path, tools: str | None = None, deps: str | None = None) -> Dataset:
     """Read `path` (``.yaml``, ``.yml`` or ``.jsonl``) into a `Dataset`.
 
-    `tools` (``MODULE:ATTR``) overrides the file's ``tools``. Any mistake raises
-    `TaskFileError` naming the file, line, task and field.
+    `tools` and `deps` (``MODULE:ATTR``) override the file's ``tools`` and ``deps``.
+    Any mistake raises `TaskFileError` naming the file, line, task and field.
     """
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".jsonl"):
@@ -356,6 +364,7 @@ def load_dataset(path: Path, tools: str | None = None) -> Dataset:
         raise TaskFileError(
             f"{target}: building the tools failed: {type(exc).__name__}: {exc}"
         ) from exc
+    deps_factory = _deps_factory(path, deps, header)
     cases: list[Case] = []
     seen: dict[str, int | None] = {}
     for index, (raw, locate) in enumerate(entries, 1):
@@ -376,7 +385,42 @@ def load_dataset(path: Path, tools: str | None = None) -> Dataset:
         cases.append(case)
     if not cases:
         raise TaskFileError(f"{path}: no tasks")
-    return Dataset(name=name.strip(), cases=tuple(cases), tools=factory, path=path)
+    return Dataset(
+        name=name.strip(), cases=tuple(cases), tools=factory, path=path, deps=deps_factory
+    )
+
+
+def _deps_factory(
+    path: Path, given: str | None, header: Mapping[str, Any]
+) -> Callable[[], Any] | None:
+    """What ``deps`` (or ``--deps``) names: a callable without parameters, made each run.
+
+    It is called once here, so that one that cannot make its value fails now, by
+    name, before anything has run.
+    """
+    target = given or header.get("deps")
+    if target is None:
+        return None
+    where = "--deps" if given else f"{path}:{header.get('deps line', 1)}: deps"
+    if not isinstance(target, str):
+        raise TaskFileError(f"{where}: must be MODULE:ATTR")
+    try:
+        named = import_target(target)
+    except ValueError as exc:
+        raise TaskFileError(f"{where}: {exc}") from None
+    if not callable(named) or _required_parameters(named):
+        raise TaskFileError(
+            f"{where}: {target} must be callable without arguments (a class or a function), "
+            "to make each run's dependencies afresh"
+        )
+    factory: Callable[[], Any] = named
+    try:
+        factory()
+    except Exception as exc:
+        raise TaskFileError(
+            f"{target}: making the dependencies failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    return factory
 
 
 def _path_text(where: Sequence[str | int]) -> list[str]:
@@ -431,8 +475,8 @@ def _yaml_entries(path: Path, text: str) -> tuple[dict[str, Any], list[tuple[Any
                 f"{path}:{_node_line(root, [unknown[0]]) or '?'}: unknown key {unknown[0]!r} "
                 f"(a task file has {', '.join(_FILE_FIELDS)})"
             )
-        header = {k: data[k] for k in ("name", "tools") if k in data}
-        for key in ("name", "tools"):
+        header = {k: data[k] for k in ("name", "tools", "deps") if k in data}
+        for key in ("name", "tools", "deps"):
             header[f"{key} line"] = _node_line(root, [key]) or 1
         pair = _child(root, "tasks")
         tasks_node = pair[1] if pair is not None else None

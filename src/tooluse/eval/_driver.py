@@ -196,6 +196,7 @@ async def run_setup(
                 _turn_text(turn, convention),
                 expect=setup.expect if last else (),
                 history=history,
+                deps=setup.deps,
             )
         transcript.runs.append(result)
         history = list(result.messages)

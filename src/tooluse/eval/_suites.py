@@ -58,7 +58,8 @@ class SuiteOptions:
     `limit` keeps the first N entries of each category; `data_dir` points the
     BFCL suites at a copy of BFCL's data directory. `task_file` is the YAML or
     JSONL file of the ``eval`` suite, and `tools` (``MODULE:ATTR``) its tools
-    when the file does not name them or to override them.
+    when the file does not name them or to override them; `deps` likewise for
+    its ``deps``.
     """
 
     categories: tuple[str, ...] = ()
@@ -68,6 +69,7 @@ class SuiteOptions:
     data_dir: str | None = None
     task_file: str | None = None
     tools: str | None = None
+    deps: str | None = None
 
 
 def suite_categories(suite: str) -> tuple[str, ...]:
@@ -111,9 +113,11 @@ def build_tasks(suite: str, options: SuiteOptions) -> list[Task]:
     if suite == USER_SUITE:
         if options.task_file is None:
             raise UsageError("the eval suite needs a task file")
-        return _from_file(load_dataset(Path(options.task_file), options.tools), options)
+        return _from_file(
+            load_dataset(Path(options.task_file), options.tools, options.deps), options
+        )
     if suite == "tasks":
-        return _from_file(load_dataset(EVERYDAY_TASKS, options.tools), options)
+        return _from_file(load_dataset(EVERYDAY_TASKS, options.tools, options.deps), options)
     _check(suite, options.categories)
     widths = options.widths
     if suite == "bfcl":

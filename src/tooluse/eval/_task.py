@@ -49,7 +49,8 @@ class Setup:
 
     `history` holds messages that precede the first turn (BFCL questions that
     replay an earlier exchange); `state` is the task's own handle on whatever
-    its tools act on.
+    its tools act on; `deps` is given to every run of the task (``deps=``), for
+    the tools that take a `RunContext`.
     """
 
     turns: list[Turn]
@@ -57,6 +58,7 @@ class Setup:
     history: list[Message] = field(default_factory=list)
     expect: list[Expect] = field(default_factory=list)
     state: Any = None
+    deps: Any = None
 
 
 @dataclass(frozen=True, slots=True)
