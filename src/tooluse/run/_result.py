@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
+from .._exceptions import UsageError
 from .._messages import Message, Usage
 from .._records import CallRecord, RejectedCall, ScriptRecord
 from .._written import VERSION, read, version_of, write
 from ..policy._approval import ApprovalRecord, ApprovalRequest
 from ..policy._provenance import Suspicious
+from ..tools._output import OutputSpec
 from ._state import Paused, paused_from_dict, paused_to_dict
 
 __all__ = ["RESULT_VERSION", "RunResult", "RunStatus", "RunUsage"]
@@ -98,6 +102,11 @@ class RunResult:
 
     `sink_errors` counts the trace events a sink (the trace file, `on_event`)
     failed to take; they never change the run.
+
+    `output`, in a run with an output type, is the value the run ended with, of
+    that type (`answer` is its JSON text); None when the run has no output type
+    or did not end with a valid value. The written form keeps it as JSON, read
+    back typed by ``from_dict(data, output_type=...)``.
     """
 
     answer: str | None
@@ -125,6 +134,8 @@ class RunResult:
     scope: tuple[str, ...] | None = None
     #: What the answer repeats that only untrusted results held.
     untrusted_in_answer: list[Suspicious] = field(default_factory=list)
+    #: The typed value a run with an output type ended with.
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -146,12 +157,13 @@ class RunResult:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+    def from_dict(cls, data: dict[str, Any], *, output_type: Any = None) -> RunResult:
         """The result `to_dict` wrote (its JSON read back), by this release or an earlier one.
 
-        Raises `UsageError` naming the version for a form this release does not read
-        (`ResumeError`, one kind of it, for the paused state inside), and one saying
-        what is wrong with a result, or a part of it, that is not one.
+        `output` is read as `output_type` when given, else left as the JSON it was
+        written as. Raises `UsageError` naming the version for a form this release
+        does not read (`ResumeError`, one kind of it, for the paused state inside),
+        and one saying what is wrong with a result, or a part of it, that is not one.
         """
         version_of(data, "the result", READ_VERSIONS)
         calls = [CallRecord.from_dict(c) for c in data.get("calls", ())]
@@ -172,7 +184,15 @@ class RunResult:
             ],
         }
         rest = {k: v for k, v in data.items() if k not in _PARTS and k != VERSION}
-        return read(cls, {"rounds": 0, **rest, **parts})
+        result = read(cls, {"rounds": 0, **rest, **parts})
+        if output_type is not None and result.output is not None:
+            try:
+                result.output = OutputSpec.of(output_type).load(result.output)
+            except ValidationError as exc:
+                raise UsageError(
+                    f"the result's output cannot be read as {output_type!r}: {exc}"
+                ) from exc
+        return result
 
 
 #: The fields of `RunResult` written in their own forms (the rest by `RunResult`'s).
