@@ -142,9 +142,14 @@ class RunResult:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
-        """The written form: JSON values, with ``version``; each part in its own form."""
+        """The written form: JSON values, with ``version``; each part in its own form.
+
+        ``output`` is written only when the run has one.
+        """
+        # Without an output, the form is the one earlier releases wrote and read.
+        exclude = {*_PARTS, "output"} if self.output is None else set(_PARTS)
         return {
-            **write(self, version=RESULT_VERSION, exclude=set(_PARTS), mode="json"),
+            **write(self, version=RESULT_VERSION, exclude=exclude, mode="json"),
             "usage": self.usage.to_dict(),
             "calls": [c.to_dict() for c in self.calls],
             "rejected": [r.to_dict() for r in self.rejected],
