@@ -18,7 +18,17 @@ import pytest
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
-from tooluse import Agent, CallRecord, DoneEvent, Message, RejectedCall, RunResult, UsageError, tool
+from tooluse import (
+    Agent,
+    Approval,
+    CallRecord,
+    DoneEvent,
+    Message,
+    RejectedCall,
+    RunResult,
+    UsageError,
+    tool,
+)
 from tooluse.conventions import AutoConvention, Convention, TextConvention, get_convention
 from tooluse.models import ScriptedModel
 
@@ -349,3 +359,32 @@ def test_results_written_before_outputs_existed_still_load() -> None:
     data = json.loads((DATA / "run_result_v1.json").read_text())
     assert "output" not in data
     assert RunResult.from_dict(data, output_type=Weather).output is None
+
+
+def test_a_resumed_run_ends_with_the_output_type_it_is_given(agents: list[Agent]) -> None:
+    sent: list[str] = []
+
+    @tool(side_effects=True)
+    def send_report(text: str) -> str:
+        """Send a weather report.
+
+        Args:
+            text: the report
+        """
+        sent.append(text)
+        return "sent"
+
+    replies = [
+        json_call("send_report", {"text": "warm"}, "c1"),
+        json_call("final_result", {"city": "Paris", "temp": 21.5}, "c2"),
+    ]
+    model = ScriptedModel(replies)
+    agent = Agent(model, [get_temp, send_report], approval=lambda request: Approval.defer())
+    agents.append(agent)
+    paused = agent.run("Report the weather in Paris.", output_type=Weather)
+    assert paused.status == "needs_approval" and paused.output is None
+    # The output type is not part of the paused state: the resume gives it again.
+    result = agent.resume(paused, {"c1": True}, output_type=Weather)
+    assert result.status == "completed", result.error
+    assert sent == ["warm"]
+    assert result.output == Weather(city="Paris", temp=21.5)

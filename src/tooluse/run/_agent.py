@@ -21,7 +21,7 @@ from collections.abc import (
 )
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .. import events as ev
 from .._eventloop import PrivateLoop
@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 __all__ = ["Agent"]
+
+_Out = TypeVar("_Out")
 
 
 def _outside_a_loop(method: str, instead: str) -> None:
@@ -265,6 +267,27 @@ class Agent:
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
+    # A run given its own output type has a result typed by it; with the agent's, `output` is Any.
+    @overload
+    def run(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: type[_Out],
+    ) -> RunResult[_Out]: ...
+    @overload
+    def run(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: Any = None,
+    ) -> RunResult: ...
     def run(
         self,
         task: str,
@@ -292,6 +315,26 @@ class Agent:
         _outside_a_loop("Agent.run()", "await Agent.arun()")
         return self._blocking(self._open(task, expect, deps=deps, output=output_type), history)
 
+    @overload
+    async def arun(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: type[_Out],
+    ) -> RunResult[_Out]: ...
+    @overload
+    async def arun(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: Any = None,
+    ) -> RunResult: ...
     async def arun(
         self,
         task: str,

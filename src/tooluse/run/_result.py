@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, overload
 
 from pydantic import ValidationError
+from typing_extensions import TypeVar
 
 from .._exceptions import UsageError
 from .._messages import Message, Usage
@@ -22,6 +23,10 @@ __all__ = ["RESULT_VERSION", "RunResult", "RunStatus", "RunUsage"]
 RESULT_VERSION = 1
 #: The versions `RunResult.from_dict` reads.
 READ_VERSIONS = (0, 1)
+
+#: The type of `RunResult.output`; a result of a run without one is a ``RunResult[Any]``.
+OutputT = TypeVar("OutputT", default=Any)
+_T = TypeVar("_T")
 
 RunStatus = Literal[
     "completed", "max_rounds", "truncated", "cycle", "cancelled", "needs_approval", "error"
@@ -75,7 +80,7 @@ class RunUsage:
 
 
 @dataclass(slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The outcome of `Agent.run`.
 
     `status` is ``completed`` (the model answered), ``max_rounds`` (the round
@@ -135,7 +140,7 @@ class RunResult:
     #: What the answer repeats that only untrusted results held.
     untrusted_in_answer: list[Suspicious] = field(default_factory=list)
     #: The typed value a run with an output type ended with.
-    output: Any = None
+    output: OutputT | None = None
 
     @property
     def ok(self) -> bool:
@@ -161,6 +166,12 @@ class RunResult:
             "untrusted_in_answer": [s.to_dict() for s in self.untrusted_in_answer],
         }
 
+    @overload
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, output_type: type[_T]) -> RunResult[_T]: ...
+    @overload
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, output_type: Any = None) -> RunResult: ...
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, output_type: Any = None) -> RunResult:
         """The result `to_dict` wrote (its JSON read back), by this release or an earlier one.
