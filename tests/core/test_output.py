@@ -158,6 +158,8 @@ def test_a_valid_result_ends_the_run_with_the_typed_value(
     # The model was told how this run ends, in its convention's own terms.
     prompt = model.requests[0].messages[0].content or ""
     assert ("final(result)" if convention == "code" else "final_result") in prompt
+    if convention == "code":  # the stub module shows the typed signature
+        assert "def final(result: Weather) -> str:" in prompt
     assert "does not end the task" in prompt
 
 
@@ -388,3 +390,17 @@ def test_a_resumed_run_ends_with_the_output_type_it_is_given(agents: list[Agent]
     assert result.status == "completed", result.error
     assert sent == ["warm"]
     assert result.output == Weather(city="Paris", temp=21.5)
+
+
+def test_under_tool_search_the_output_tool_is_shown_from_the_start(agents: list[Agent]) -> None:
+    agent, model = agent_for(
+        agents,
+        "json",
+        [json_call("final_result", {"result": 3}, "c1")],
+        tool_search="always",
+        output_type=int,
+    )
+    result = agent.run("How many cities are warm?")
+    assert (result.status, result.output) == ("completed", 3)
+    shown = [t.name for t in model.requests[0].tools]
+    assert "final_result" in shown and "get_temp" not in shown

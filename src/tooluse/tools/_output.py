@@ -115,13 +115,19 @@ def _parameters(spec: OutputSpec, wrapped: bool) -> JsonSchema:
     if not wrapped:
         return dict(spec.schema)
     inner = {k: v for k, v in spec.schema.items() if k != "$defs"}
+    defs = dict(spec.schema.get("$defs", {}))  # references stay valid from the top
+    name = spec.name
+    if spec.is_object and name.isidentifier() and name not in defs:
+        # A definition of its own, so that a stub names the class as the type is named.
+        defs[name] = inner
+        inner = {"$ref": f"#/$defs/{name}"}
     parameters: JsonSchema = {
         "type": "object",
         "properties": {"result": inner},
         "required": ["result"],
     }
-    if "$defs" in spec.schema:
-        parameters["$defs"] = spec.schema["$defs"]  # references stay valid from the top
+    if defs:
+        parameters["$defs"] = defs
     return parameters
 
 
@@ -148,6 +154,7 @@ def output_tool(spec: OutputSpec, caller: Caller, tools: Toolbox) -> OutputTool:
         _DESCRIPTION,
         _parameters(spec, wrapped),
         _accept,
+        returns={"type": "string"},
         callers=(caller,),
     )
     tool = OutputTool(
@@ -155,6 +162,7 @@ def output_tool(spec: OutputSpec, caller: Caller, tools: Toolbox) -> OutputTool:
         description=made.description,
         parameters=made.parameters,
         function=made.function,
+        returns=made.returns,
         callers=made.callers,
         positional=("result",) if wrapped else (),
     )
