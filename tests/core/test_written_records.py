@@ -73,7 +73,9 @@ def with_versions(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("name", ["run_result_v1.json", "run_result_script_v1.json"])
+@pytest.mark.parametrize(
+    "name", ["run_result_v1.json", "run_result_script_v1.json", "run_result_output_v1.json"]
+)
 def test_a_result_written_by_this_release_reads_back_whole(name: str) -> None:
     data = saved(name)
     result = RunResult.from_dict(data)

@@ -37,6 +37,9 @@ class Prepared:
     reply_format: ReplyFormat = "text"
     #: The tools the system prompt describes, for a reply format that writes calls as text.
     described_tools: Sequence[Tool] = ()
+    #: With an output type: what a reply in plain text is told (how this convention
+    #: ends a run with the result); None for the loop's own wording.
+    output_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

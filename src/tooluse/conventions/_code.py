@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..models import ModelResponse
 from ..tools import Toolbox
+from ..tools._output import output_of
 from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script
 from ._per_run import PerRun
 
@@ -26,12 +27,22 @@ and return their results; you cannot know a result without calling one. Reply wi
 ```python block that calls the functions you need and prints their results, such as \
 `print({example}(...))`. Do not define functions and do not type in results. You then see \
 what the script printed. A failed call raises `{module}.ToolError`; for many independent \
-calls use `{module}.parallel(fn, [kwargs, ...])`. When you know the answer, reply in plain \
-text with no code.
+calls use `{module}.parallel(fn, [kwargs, ...])`. {finish}
 
 ```python
 # {module}.py
 {stubs}```"""
+
+FINISH = "When you know the answer, reply in plain text with no code."
+#: With an output type: how the run ends, and the note for a reply in text.
+OUTPUT_FINISH = (
+    "When you know the answer, pass it to `{name}(result)` in a script: a reply in plain "
+    "text does not end the task."
+)
+OUTPUT_NOTE = (
+    "Your reply was plain text, but this task ends only when a script passes the answer "
+    "to `{name}(result)`: send a ```python block that calls it."
+)
 
 _FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.DOTALL)
 _CODE_LANGS = {"", "python", "py", "python3"}
@@ -148,15 +159,28 @@ class CodeConvention(Convention):
     def prompt(self, tools: Toolbox) -> str:
         # A small model copies the shape of an example more readily than it
         # follows a rule, so the example calls one of the real functions.
-        example = next((s.function for s in tools.stub_signatures()), "tool")
-        return PROMPT.format(module=self.module, stubs=tools.stub_module(), example=example)
+        output = output_of(tools)
+        # The example calls a tool that looks something up, never the output tool.
+        ending = output.name if output is not None else None
+        example = next((s.function for s in tools.stub_signatures() if s.tool != ending), "tool")
+        finish = FINISH if output is None else OUTPUT_FINISH.format(name=output.name)
+        return PROMPT.format(
+            module=self.module, stubs=tools.stub_module(), example=example, finish=finish
+        )
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._functions.set({s.function for s in tools.stub_signatures()})
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
-        return Prepared(system_prompt=text, tools=(), tool_choice="none", reply_format="code")
+        output = output_of(tools)
+        return Prepared(
+            system_prompt=text,
+            tools=(),
+            tool_choice="none",
+            reply_format="code",
+            output_note=OUTPUT_NOTE.format(name=output.name) if output is not None else None,
+        )
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         text = response.content or ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..models import ModelResponse
 from ..tools import Toolbox
+from ..tools._output import output_of
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
 
 __all__ = ["JsonConvention"]
@@ -16,6 +17,15 @@ UNUSABLE_CALL = (
     "next message. Or give your final answer as text."
 )
 
+#: With an output type: the end of the system prompt, and the note for a reply in text.
+OUTPUT_PROMPT = (
+    "When you know the answer, call {name} with it: a reply in plain text does not end the task."
+)
+OUTPUT_NOTE = (
+    "Your reply was plain text, but this task ends only with a call to {name}: call it "
+    "with your answer as its arguments."
+)
+
 
 class JsonConvention(Convention):
     """Tools go in the API's ``tools`` field; calls come back as ``tool_calls``."""
@@ -24,7 +34,17 @@ class JsonConvention(Convention):
     native_tools = True
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
-        return Prepared(system_prompt=system_prompt, tools=list(tools))
+        output = output_of(tools)
+        if output is None:
+            return Prepared(system_prompt=system_prompt, tools=list(tools))
+        # A call is required: a model decoding under a grammar cannot end in text.
+        finish = OUTPUT_PROMPT.format(name=output.name)
+        return Prepared(
+            system_prompt=f"{system_prompt}\n\n{finish}" if system_prompt else finish,
+            tools=list(tools),
+            tool_choice="required",
+            output_note=OUTPUT_NOTE.format(name=output.name),
+        )
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         problems = [f"Part of your last reply was unusable: {p}." for p in response.problems]

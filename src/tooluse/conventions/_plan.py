@@ -35,6 +35,7 @@ from .._exceptions import InvalidCallError
 from .._syntax import dotted
 from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
+from ..tools._output import output_of
 from ..tools._validate import ArgumentChecker, ArgumentsError
 from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry
 from ._per_run import PerRun
@@ -60,11 +61,21 @@ PROMPT = """\
 Answer with a plan in one ```plan block: one step a line, `name = function(arg=value)`, \
 calling the functions below. A step may use earlier steps' results by name \
 (`b = {example}(x=a["id"])`); `[f(x=v) for v in a]` calls f once per item of a. Never type \
-in results. The last line is the result, e.g. `total = sum(b)`. You then see it; reply \
-with the answer in plain text.
+in results. The last line is the result, e.g. `total = sum(b)`. {finish}
 
 ```python
 {stubs}```"""
+
+FINISH = "You then see it; reply with the answer in plain text."
+#: With an output type: how the run ends, and the note for a reply in text.
+OUTPUT_FINISH = (
+    "End with a step that passes the answer to {name}, e.g. `done = {name}(...)`: a reply "
+    "in plain text does not end the task."
+)
+OUTPUT_NOTE = (
+    "Your reply was plain text, but this task ends only with a plan step that calls "
+    "{name}: send a ```plan block that gives it your answer."
+)
 
 _FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:```|\Z)", re.DOTALL)
 _PLAN_LANGS = {"", "plan", "python", "py", "python3"}
@@ -500,15 +511,26 @@ class PlanConvention(Convention):
         self._tools: PerRun[Toolbox] = PerRun("the plan convention")
 
     def prompt(self, tools: Toolbox) -> str:
-        example = next((s.function for s in tools.stub_signatures()), "tool")
-        return PROMPT.format(stubs=tools.stub_module(), example=example)
+        output = output_of(tools)
+        # The example calls a tool that looks something up, never the output tool.
+        ending = output.name if output is not None else None
+        example = next((s.function for s in tools.stub_signatures() if s.tool != ending), "tool")
+        finish = FINISH if output is None else OUTPUT_FINISH.format(name=output.name)
+        return PROMPT.format(stubs=tools.stub_module(), example=example, finish=finish)
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._tools.set(tools)
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
-        return Prepared(system_prompt=text, tools=(), tool_choice="none", reply_format="code")
+        output = output_of(tools)
+        return Prepared(
+            system_prompt=text,
+            tools=(),
+            tool_choice="none",
+            reply_format="code",
+            output_note=OUTPUT_NOTE.format(name=output.name) if output is not None else None,
+        )
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         text = response.content or ""

@@ -37,6 +37,7 @@ from .._exceptions import UsageError
 from .._messages import ToolCall
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
+from ..tools._output import output_of
 from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
 from ..tools._tool import python_identifier
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
@@ -65,7 +66,7 @@ PYTHON_PROMPT = """\
 You can call the tools below. To call, reply with a Python list of calls on a line of \
 its own: [tool_name(param=value, ...)]. Values are Python literals: "text", 42, 3.5, \
 True, None, lists, dicts. Put independent calls in one list. Each result comes back in \
-the next message. When you know the answer, reply in plain text, without calls.
+the next message. {finish}
 
 Tools:
 {tools}"""
@@ -75,11 +76,25 @@ You can use the tools below. Reply in this format:
 Thought: what to do next
 Action: tool_name[{{"param": value}}]
 then stop; the result comes back in the next message. Several Action lines run together. \
-When you know the answer, reply:
-Final Answer: the answer
+{finish}
 
 Tools:
 {tools}"""
+
+PYTHON_FINISH = "When you know the answer, reply in plain text, without calls."
+REACT_FINISH = "When you know the answer, reply:\nFinal Answer: the answer"
+#: With an output type: how the run ends, and the note for a reply in text.
+OUTPUT_FINISH = (
+    "When you know the answer, call {name} with it: a reply in plain text does not end the task."
+)
+REACT_OUTPUT_FINISH = (
+    "When you know the answer, call {name} with it (Action: {name}[{{...}}]): a Final "
+    "Answer line does not end the task."
+)
+OUTPUT_NOTE = (
+    "Your reply gave no call, but this task ends only with a call to {name}: call it with "
+    "your answer."
+)
 
 EMPTY_REPLY = "Your last reply was empty. Call a tool, or give your final answer as text."
 
@@ -170,22 +185,32 @@ class TextConvention(Convention):
         self._ids = itertools.count(1)
 
     def prompt(self, tools: Toolbox) -> str:
-        template = PYTHON_PROMPT if self.format == "python" else REACT_PROMPT
-        return template.format(tools=describe_tools(tools))
+        output = output_of(tools)
+        if self.format == "python":
+            template = PYTHON_PROMPT
+            finish = PYTHON_FINISH if output is None else OUTPUT_FINISH
+        else:
+            template = REACT_PROMPT
+            finish = REACT_FINISH if output is None else REACT_OUTPUT_FINISH
+        name = call_name(output.name) if output is not None else ""
+        return template.format(tools=describe_tools(tools), finish=finish.format(name=name))
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._signatures.set({s.call_name: s for s in (_signature(t) for t in tools)})
         text = self.prompt(tools)
         if system_prompt:
             text = f"{system_prompt}\n\n{text}"
+        output = output_of(tools)
+        note = OUTPUT_NOTE.format(name=output.name) if output is not None else None
         if self.format == "react":
-            return Prepared(system_prompt=text, tools=(), tool_choice="none")
+            return Prepared(system_prompt=text, tools=(), tool_choice="none", output_note=note)
         return Prepared(
             system_prompt=text,
             tools=(),
             tool_choice="none",
             reply_format="python_calls",
             described_tools=tuple(tools),
+            output_note=note,
         )
 
     def interpret(self, response: ModelResponse) -> Interpretation:

@@ -21,7 +21,7 @@ from collections.abc import (
 )
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .. import events as ev
 from .._eventloop import PrivateLoop
@@ -51,6 +51,7 @@ from ..policy._scope import AllowInScope, ask_scope
 from ..sandbox import IsolationMode, Sandbox
 from ..search import SearchMode, SearchRun, ToolSearch
 from ..tools import Tool, Toolbox
+from ..tools._output import OutputSpec, OutputTool, output_tool
 from ._limits import Limits
 from ._loop import (
     AskModel,
@@ -74,6 +75,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent"]
 
+_Out = TypeVar("_Out")
+
 
 def _outside_a_loop(method: str, instead: str) -> None:
     """Refuse a blocking call made inside a running event loop, saying what to use."""
@@ -94,6 +97,11 @@ class Agent:
         max_rounds: model requests at most; then the run stops with status
             ``max_rounds``.
         system_prompt: text put first in the conversation.
+        output_type: the type of the run's result (a pydantic model, a dataclass,
+            a TypedDict, or a type such as ``int`` or a ``Literal``): the run
+            ends only when the model hands over a value that validates, which
+            `RunResult.output` holds (see docs/output.md). A run's own
+            ``output_type`` wins over this one.
         limits: the run's other bounds: timeouts of tools and scripts, calls
             at once and per reply, and repeats that end it (see `Limits`;
             None: its defaults).
@@ -152,6 +160,7 @@ class Agent:
         convention: str | Convention = "json",
         max_rounds: int = 10,
         system_prompt: str | None = None,
+        output_type: Any = None,
         limits: Limits | None = None,
         count_tokens: bool = True,
         trace: str | Path | None = None,
@@ -185,6 +194,7 @@ class Agent:
         )
         self.convention = get_convention(convention)
         self.system_prompt = system_prompt
+        self.output = OutputSpec.of(output_type) if output_type is not None else None
         if tool_choice not in (None, "auto", "none", "required") and tool_choice not in self.tools:
             raise UsageError(f"tool_choice={tool_choice!r} names no tool; have: {self.tools.names}")
         if tool_choice not in (None, "auto") and not self.convention.native_tools:
@@ -257,6 +267,8 @@ class Agent:
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
+    # A run given its own output type has a result typed by it; with the agent's, `output` is Any.
+    @overload
     def run(
         self,
         task: str,
@@ -264,6 +276,26 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
         deps: Any = None,
+        output_type: type[_Out],
+    ) -> RunResult[_Out]: ...
+    @overload
+    def run(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: Any = None,
+    ) -> RunResult: ...
+    def run(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Run `task` to completion (blocking). Use `arun` inside an event loop.
 
@@ -271,7 +303,8 @@ class Agent:
         answers without it ends with status ``truncated``. `history` continues
         a conversation: pass the `messages` of the previous result (or use
         `Conversation`). `deps` is given to every tool that takes a
-        `RunContext`, on the host: no model or script sees it.
+        `RunContext`, on the host: no model or script sees it. `output_type`
+        sets this run's output type, in place of the agent's (see `Agent`).
 
         Ctrl-C ends the run, and `run` returns its result with status
         ``cancelled``: every call that ended is kept, those of the turn or
@@ -280,8 +313,9 @@ class Agent:
         waited for, whatever it does with its cancellation.
         """
         _outside_a_loop("Agent.run()", "await Agent.arun()")
-        return self._blocking(self._open(task, expect, deps=deps), history)
+        return self._blocking(self._open(task, expect, deps=deps, output=output_type), history)
 
+    @overload
     async def arun(
         self,
         task: str,
@@ -289,6 +323,26 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
         deps: Any = None,
+        output_type: type[_Out],
+    ) -> RunResult[_Out]: ...
+    @overload
+    async def arun(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: Any = None,
+    ) -> RunResult: ...
+    async def arun(
+        self,
+        task: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        history: Sequence[Message] = (),
+        deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Run `task` to completion (see `run`).
 
@@ -297,7 +351,7 @@ class Agent:
         asyncio's timeouts and task groups need; the partial `RunResult` is
         the exception's ``result`` attribute.
         """
-        return await self._awaited(self._open(task, expect, deps=deps), history)
+        return await self._awaited(self._open(task, expect, deps=deps, output=output_type), history)
 
     def stream(
         self,
@@ -306,6 +360,7 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
         deps: Any = None,
+        output_type: Any = None,
     ) -> RunStream:
         """Run `task` as `arun` does, giving its events as they happen.
 
@@ -324,7 +379,7 @@ class Agent:
         (``await stream.aclose()``) or the task cancelled, and keeps every call
         that ended.
         """
-        return self._stream(self._open(task, expect, deps=deps), history)
+        return self._stream(self._open(task, expect, deps=deps, output=output_type), history)
 
     def stream_sync(
         self,
@@ -333,6 +388,7 @@ class Agent:
         expect: Expect | Sequence[Expect] = (),
         history: Sequence[Message] = (),
         deps: Any = None,
+        output_type: Any = None,
     ) -> SyncRunStream:
         """`stream` for code without an event loop: ``for event in agent.stream_sync(task)``.
 
@@ -341,7 +397,8 @@ class Agent:
         ``cancelled``, as `run` returns one.
         """
         _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
-        return SyncRunStream(self._stream(self._open(task, expect, deps=deps), history))
+        run = self._open(task, expect, deps=deps, output=output_type)
+        return SyncRunStream(self._stream(run, history))
 
     def resume(
         self,
@@ -350,6 +407,7 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Continue a run that stopped with status ``needs_approval``.
 
@@ -361,7 +419,8 @@ class Agent:
         paused call with the earlier calls answered from the record (see
         `ScriptRunner`). ``result`` may come from `RunResult.from_dict`, in
         another process; the agent must have the same tools and policy.
-        ``deps`` are not part of the paused state: give them again.
+        ``deps`` and ``output_type`` are not part of the paused state: give
+        them again (the agent's output type is used otherwise).
 
         Raises `ResumeError`, with nothing run, if the run did not stop for
         approval or the decisions do not fit its pending calls, and
@@ -370,7 +429,7 @@ class Agent:
         before anything runs, so each approval is used once.
         """
         _outside_a_loop("Agent.resume()", "await Agent.aresume()")
-        return self._blocking(self._reopen(result, decisions, expect, deps))
+        return self._blocking(self._reopen(result, decisions, expect, deps, output_type))
 
     async def aresume(
         self,
@@ -379,9 +438,10 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
         """`resume`, for async code (cancelled, it behaves as `arun` does)."""
-        return await self._awaited(self._reopen(result, decisions, expect, deps))
+        return await self._awaited(self._reopen(result, decisions, expect, deps, output_type))
 
     def resume_stream(
         self,
@@ -390,6 +450,7 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         deps: Any = None,
+        output_type: Any = None,
     ) -> RunStream:
         """`aresume`, giving the resumed run's events as `stream` does.
 
@@ -398,7 +459,7 @@ class Agent:
         the run from where it stopped; the ``done`` event's result holds the
         whole run, as `resume` returns it.
         """
-        return self._stream(self._reopen(result, decisions, expect, deps))
+        return self._stream(self._reopen(result, decisions, expect, deps, output_type))
 
     def resume_stream_sync(
         self,
@@ -407,10 +468,12 @@ class Agent:
         *,
         expect: Expect | Sequence[Expect] = (),
         deps: Any = None,
+        output_type: Any = None,
     ) -> SyncRunStream:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
         _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
-        return SyncRunStream(self._stream(self._reopen(result, decisions, expect, deps)))
+        run = self._reopen(result, decisions, expect, deps, output_type)
+        return SyncRunStream(self._stream(run))
 
     def _reopen(
         self,
@@ -418,6 +481,7 @@ class Agent:
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         expect: Expect | Sequence[Expect],
         deps: Any = None,
+        output: Any = None,
     ) -> _Run:
         """A run restored from a paused result, its decisions granted; nothing runs yet."""
         paused = result.paused
@@ -438,7 +502,7 @@ class Agent:
         # sharing the store, is refused from now on (AlreadyResumedError).
         self.approval_store.claim(paused.id, task=paused.task, decisions=sorted(decisions))
         try:
-            run = self._open(paused.task, expect, paused=paused, deps=deps)
+            run = self._open(paused.task, expect, paused=paused, deps=deps, output=output)
         except BaseException:
             self.approval_store.release(paused.id)  # nothing ran: the pause is still unused
             raise
@@ -458,8 +522,12 @@ class Agent:
         *,
         paused: Paused | None = None,
         deps: Any = None,
+        output: Any = None,
     ) -> _Run:
-        """Start recording a run: its trace, its tools and its dispatcher."""
+        """Start recording a run: its trace, its tools and its dispatcher.
+
+        `output` is the run's output type, if not the agent's.
+        """
         sinks: list[TypedSink] = []
         writer = JsonlTrace(self.trace) if self.trace is not None else None
         if writer is not None:
@@ -492,6 +560,12 @@ class Agent:
         expectations = [expect] if isinstance(expect, Expect) else list(expect)
         check_tools(expectations, self.tools)
         convention = self.convention.for_run(task, expectations, model=self.model.name)
+        spec = OutputSpec.of(output) if output is not None else self.output
+        ending: OutputTool | None = None
+        if spec is not None:
+            # A tool of this run only: its name and shape follow who calls the tools.
+            ending = output_tool(spec, convention.caller, tools)
+            tools = tools.merged(Toolbox([ending]))
         shown: Toolbox | None = None
         searching: SearchRun | None = None
         if self._search is not None:
@@ -529,6 +603,7 @@ class Agent:
             task=task,
             ended=ended,
             paused=paused,
+            output=ending,
         )
         run.state.context = window
         if searching is not None:
@@ -692,6 +767,7 @@ class Agent:
             self.config,
             history=history,
             paused=paused,
+            output=run.output,
         )
 
     async def _ask_scope(self, run: _Run, gate: Gate, task: str) -> None:
@@ -933,12 +1009,15 @@ class _Run:
         task: str,
         ended: list[Outcome],
         paused: Paused | None = None,
+        output: OutputTool | None = None,
     ) -> None:
         self.agent = agent
         self.convention = convention
         self.task = task
         #: Where a resumed run stopped; None for a new run.
         self.paused = paused
+        #: The tool the run ends with, when it has an output type.
+        self.output = output
         #: Decisions taken before a resume, kept at the head of the log.
         self.approvals_before: tuple[Any, ...] = ()
         self.sinks = sinks
@@ -1033,6 +1112,7 @@ class _Run:
             duration_s=time.perf_counter() - self.start,
             model=self.agent.model.name,
             convention=self.convention.name,
+            output=state.output,
         )
         gate = self.dispatcher.gate
         if gate is not None:

@@ -33,6 +33,7 @@ from ..dispatch._plans import PlanRun, run_plan
 from ..models import ModelRequest, ModelResponse, ToolChoice
 from ..policy._approval import ApprovalRequest
 from ..tools import Tool
+from ..tools._output import OutputTool
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 
@@ -85,6 +86,12 @@ UNMADE_CALL_NOTE = (
     "it was looked up. If the task needs a tool's result, call the tool now; otherwise "
     "give your answer again."
 )
+#: For a reply in plain text in a run with an output type, unless the convention words
+#: its own (`Prepared.output_note`).
+OUTPUT_NOTE = (
+    "Your reply was plain text, but this task ends only with a call to {name}: call it "
+    "with your answer."
+)
 #: Sent, once a run, for an answer that writes out a call to a tool right after a
 #: call failed: small models explain the corrected call instead of making it.
 UNMADE_RETRY_NOTE = (
@@ -130,6 +137,8 @@ class RunState:
     rounds: int = 0
     status: RunStatus = "error"
     answer: str | None = None
+    #: The typed value the run ended with (a run with an output type).
+    output: Any = None
     error: str | None = None
     #: Calls waiting for a decision, and where the run stopped for them.
     pending: list[ApprovalRequest] = field(default_factory=list)
@@ -179,6 +188,20 @@ class RunState:
         self.usage = RunUsage(list(result.usage.rounds), list(result.usage.asides))
         self.rounds = result.rounds
         self.pending = list(result.pending)
+
+
+def _delivered(state: RunState, output: OutputTool | None, since: int) -> bool:
+    """Whether a call of the output tool ran among the calls recorded from `since`; the run
+    then ends with its value (the last one's, if several ran)."""
+    if output is None:
+        return False
+    for record in reversed(state.calls[since:]):
+        if record.name == output.name and record.ok:
+            # The dispatcher accepted these very arguments: reading them again cannot fail.
+            state.output = output.value_of(record.arguments)
+            state.status, state.answer = "completed", output.spec.text(state.output)
+            return True
+    return False
 
 
 def message_tokens(message: Message) -> int:
@@ -651,22 +674,28 @@ def agent_flow(
     *,
     history: Sequence[Message] = (),
     paused: Paused | None = None,
+    output: OutputTool | None = None,
 ) -> Generator[Effect, Any, None]:
     """Run rounds until an answer, a stop condition, or a model failure.
 
     `history` continues an earlier conversation (its system prompt, if it has
     one, stands in for this run's). `paused` resumes a run stopped for approval,
     whose state (conversation, calls, pending requests) `state` already holds.
+    With `output`, the run's output tool, only a valid call of it ends the run:
+    a reply in plain text is told so, and the rounds go on.
     """
     first = 1
     if paused is not None:
         state.paused = None
+        since = len(state.calls)
         if not (yield from _resume(state, paused, config, convention)):
+            return
+        if _delivered(state, output, since):
             return
         first = paused.round + 1
     else:
         _open_conversation(state, task, prepared, history)
-    yield from _rounds(state, prepared, convention, config, task=task, first=first)
+    yield from _rounds(state, prepared, convention, config, task=task, first=first, output=output)
 
 
 def _open_conversation(
@@ -702,6 +731,7 @@ def _rounds(
     *,
     task: str,
     first: int,
+    output: OutputTool | None = None,
 ) -> Generator[Effect, Any, None]:
     tools: Sequence[Tool] = prepared.tools
     described: Sequence[Tool] = prepared.described_tools
@@ -757,6 +787,12 @@ def _rounds(
                 ev.ModelReply(round_, reply.to_openai(), usage.to_dict(), response.finish_reason)
             )
         action = convention.interpret(response)
+        if isinstance(action, Answer) and output is not None:
+            ask = prepared.output_note or OUTPUT_NOTE.format(name=output.name)
+            state.add(Message("user", ask))
+            if state.tracing:
+                state.emit(ev.Feedback(round_, ask))
+            continue
         if isinstance(action, Answer):
             note = _unmade_call_note(
                 state, action.text, config, last_round=round_ >= config.max_rounds
@@ -774,23 +810,27 @@ def _rounds(
             if state.tracing:
                 state.emit(ev.Feedback(round_, action.feedback))
             continue
+        since = len(state.calls)
         if isinstance(action, Script):
             script_id = f"script_{len(state.scripts) + 1}"
             effect = RunScript(script_id, action.code, round_, action.repairs)
-            if not (yield from _script_turn(state, task, effect, config)):
-                return
-            continue
-        if isinstance(action, Plan):
+            turn = _script_turn(state, task, effect, config)
+        elif isinstance(action, Plan):
             plan_id = f"plan_{round_}"  # one plan a round: unique in the run
-            if not (yield from _plan_turn(state, task, action.program, plan_id, round_=round_)):
-                return
-            continue
-        if not isinstance(action, Calls):
+            turn = _plan_turn(state, task, action.program, plan_id, round_=round_)
+        elif isinstance(action, Calls):
+            turn = _calls_turn(
+                state, action.calls, task=task, notes=action.notes, round_=round_, config=config
+            )
+        else:
             raise TypeError(f"a convention returned {action!r}")
-        turn = _calls_turn(
-            state, action.calls, task=task, notes=action.notes, round_=round_, config=config
-        )
-        if not (yield from turn):
+        if not (yield from turn) or _delivered(state, output, since):
             return
     state.status = "max_rounds"
-    state.error = f"no final answer after {config.max_rounds} rounds"
+    if output is not None:
+        state.error = (
+            f"no final result after {config.max_rounds} rounds: {output.name} was not "
+            f"called with a valid {output.spec.name}"
+        )
+    else:
+        state.error = f"no final answer after {config.max_rounds} rounds"

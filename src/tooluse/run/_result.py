@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, overload
 
+from pydantic import ValidationError
+from typing_extensions import TypeVar
+
+from .._exceptions import UsageError
 from .._messages import Message, Usage
 from .._records import CallRecord, RejectedCall, ScriptRecord
 from .._written import VERSION, read, version_of, write
 from ..policy._approval import ApprovalRecord, ApprovalRequest
 from ..policy._provenance import Suspicious
+from ..tools._output import OutputSpec
 from ._state import Paused, paused_from_dict, paused_to_dict
 
 __all__ = ["RESULT_VERSION", "RunResult", "RunStatus", "RunUsage"]
@@ -18,6 +23,10 @@ __all__ = ["RESULT_VERSION", "RunResult", "RunStatus", "RunUsage"]
 RESULT_VERSION = 1
 #: The versions `RunResult.from_dict` reads.
 READ_VERSIONS = (0, 1)
+
+#: The type of `RunResult.output`; a result of a run without one is a ``RunResult[Any]``.
+OutputT = TypeVar("OutputT", default=Any)
+_T = TypeVar("_T")
 
 RunStatus = Literal[
     "completed", "max_rounds", "truncated", "cycle", "cancelled", "needs_approval", "error"
@@ -71,7 +80,7 @@ class RunUsage:
 
 
 @dataclass(slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The outcome of `Agent.run`.
 
     `status` is ``completed`` (the model answered), ``max_rounds`` (the round
@@ -98,6 +107,11 @@ class RunResult:
 
     `sink_errors` counts the trace events a sink (the trace file, `on_event`)
     failed to take; they never change the run.
+
+    `output`, in a run with an output type, is the value the run ended with, of
+    that type (`answer` is its JSON text); None when the run has no output type
+    or did not end with a valid value. The written form keeps it as JSON, read
+    back typed by ``from_dict(data, output_type=...)``.
     """
 
     answer: str | None
@@ -125,15 +139,22 @@ class RunResult:
     scope: tuple[str, ...] | None = None
     #: What the answer repeats that only untrusted results held.
     untrusted_in_answer: list[Suspicious] = field(default_factory=list)
+    #: The typed value a run with an output type ended with.
+    output: OutputT | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
-        """The written form: JSON values, with ``version``; each part in its own form."""
+        """The written form: JSON values, with ``version``; each part in its own form.
+
+        ``output`` is written only when the run has one.
+        """
+        # Without an output, the form is the one earlier releases wrote and read.
+        exclude = {*_PARTS, "output"} if self.output is None else set(_PARTS)
         return {
-            **write(self, version=RESULT_VERSION, exclude=set(_PARTS), mode="json"),
+            **write(self, version=RESULT_VERSION, exclude=exclude, mode="json"),
             "usage": self.usage.to_dict(),
             "calls": [c.to_dict() for c in self.calls],
             "rejected": [r.to_dict() for r in self.rejected],
@@ -145,13 +166,20 @@ class RunResult:
             "untrusted_in_answer": [s.to_dict() for s in self.untrusted_in_answer],
         }
 
+    @overload
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+    def from_dict(cls, data: dict[str, Any], *, output_type: type[_T]) -> RunResult[_T]: ...
+    @overload
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, output_type: Any = None) -> RunResult: ...
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, output_type: Any = None) -> RunResult:
         """The result `to_dict` wrote (its JSON read back), by this release or an earlier one.
 
-        Raises `UsageError` naming the version for a form this release does not read
-        (`ResumeError`, one kind of it, for the paused state inside), and one saying
-        what is wrong with a result, or a part of it, that is not one.
+        `output` is read as `output_type` when given, else left as the JSON it was
+        written as. Raises `UsageError` naming the version for a form this release
+        does not read (`ResumeError`, one kind of it, for the paused state inside),
+        and one saying what is wrong with a result, or a part of it, that is not one.
         """
         version_of(data, "the result", READ_VERSIONS)
         calls = [CallRecord.from_dict(c) for c in data.get("calls", ())]
@@ -172,7 +200,15 @@ class RunResult:
             ],
         }
         rest = {k: v for k, v in data.items() if k not in _PARTS and k != VERSION}
-        return read(cls, {"rounds": 0, **rest, **parts})
+        result = read(cls, {"rounds": 0, **rest, **parts})
+        if output_type is not None and result.output is not None:
+            try:
+                result.output = OutputSpec.of(output_type).load(result.output)
+            except ValidationError as exc:
+                raise UsageError(
+                    f"the result's output cannot be read as {output_type!r}: {exc}"
+                ) from exc
+        return result
 
 
 #: The fields of `RunResult` written in their own forms (the rest by `RunResult`'s).
