@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from examples.finance.assistant import assistant, turn
+from examples.finance.assistant import SUMMARY, Summary, assistant, turn
 from examples.finance.tools import Ledger
 from tooluse import ApprovalRequest, Message
 from tooluse.models import ScriptedModel
@@ -38,6 +38,7 @@ def test_the_documented_session_runs_asking_once_before_the_payment() -> None:
         "Pay the Northwind Power bill from checking.\n"
         "y\n"
         "What is left in checking?\n"
+        "/summary\n"
         "\n"
     )
     proc = subprocess.run(
@@ -57,12 +58,39 @@ def test_the_documented_session_runs_asking_once_before_the_payment() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert out.count("[completed]") == 3
+    assert out.count("[completed]") == 4
     # The date came from the MCP server, the payment ran once, after the one question.
     assert 'get_current_time({"timezone": "UTC"}) -> {"timezone": "UTC", "datetime": "' in out
     assert out.count("approve pay_bill(") == 1
     assert out.count('"confirmation": "CONF-B1"') == 1
     assert 'balance({"account": "checking"}) -> {"account": "checking", "amount": 1165.8' in out
+    # The typed turn: its value was checked against Summary's fields before the run ended.
+    assert (
+        "[completed] Summary(checking_usd=1165.8, savings_usd=8400.0, "
+        "bills_due=['B2', 'B4'], total_due_usd=77.61)"
+    ) in out
+
+
+def test_a_summary_that_does_not_fit_its_type_goes_back_to_the_model() -> None:
+    model = ScriptedModel(
+        [
+            call("c1", "final_result", {"checking_usd": "lots", "bills_due": []}),
+            call(
+                "c2",
+                "final_result",
+                {"checking_usd": 1250, "savings_usd": 8400, "bills_due": [], "total_due_usd": 0},
+            ),
+        ]
+    )
+    conversation, clock = assistant(model)
+    with clock, conversation.agent:
+        result = turn(conversation, SUMMARY, Ledger(), lambda request: False, Summary)
+    assert result.status == "completed"
+    assert result.output == Summary(
+        checking_usd=1250, savings_usd=8400, bills_due=[], total_due_usd=0
+    )
+    refused, _accepted = [m for m in result.messages if m.role == "tool"]
+    assert "checking_usd" in (refused.content or "") and "savings_usd" in (refused.content or "")
 
 
 def test_a_denied_payment_moves_no_money_and_the_conversation_goes_on_another_day(

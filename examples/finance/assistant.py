@@ -7,13 +7,16 @@ What it puts together:
 - a third-party MCP server, ``mcp-server-time``, for today's date (which bills are
   overdue is a question of the date);
 - an approval policy that asks you on the terminal before `pay_bill` runs;
-- a conversation kept in SQLite, so ``--id`` continues it another day.
+- a conversation kept in SQLite, so ``--id`` continues it another day;
+- typed output: ``/summary`` is a turn whose answer is a `Summary`, checked
+  against its fields before the run ends (``output_type=``).
 
     python -m examples.finance.assistant                      # the local model
     python -m examples.finance.assistant --model openai:gpt-4.1-mini
     python -m examples.finance.assistant --store chats.sqlite --id me
 
-Each line you type is a turn; an empty line or end of input stops. The eval file
+Each line you type is a turn (``/summary`` a typed one); an empty line or end of
+input stops. The eval file
 beside it measures a model on the same tools: ``tooluse eval examples/finance/evals.yaml``.
 """
 
@@ -24,6 +27,8 @@ import json
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from pydantic import BaseModel
 
 from tooluse import Agent, Approval, ApprovalRequest, Conversation, RunResult
 from tooluse.mcp import MCPClient, combine
@@ -36,6 +41,22 @@ SYSTEM = (
     "balances, bills, rates and today's date (get_current_time, timezone 'UTC'). "
     "Pay a bill only when asked to; say what was paid and its confirmation code."
 )
+
+#: What ``/summary`` asks for.
+SUMMARY = (
+    "Summarize my finances: both balances, the ids of the bills still due, and their "
+    "total in USD (convert the ones in other currencies)."
+)
+
+
+class Summary(BaseModel):
+    """Where the money stands: the answer of a ``/summary`` turn."""
+
+    checking_usd: float
+    savings_usd: float
+    bills_due: list[str]
+    total_due_usd: float
+
 
 #: Answers a payment put to the person: True runs it, False denies it.
 Decide = Callable[[ApprovalRequest], bool]
@@ -68,12 +89,18 @@ def assistant(
     return Conversation(agent, store=store, id=conversation_id), clock
 
 
-def turn(conversation: Conversation, message: str, ledger: Ledger, decide: Decide) -> RunResult:
+def turn(
+    conversation: Conversation,
+    message: str,
+    ledger: Ledger,
+    decide: Decide,
+    output_type: Any = None,
+) -> RunResult:
     """One turn: the run, and each payment it asks about put to `decide`."""
-    result = conversation.run(message, deps=ledger)
+    result = conversation.run(message, deps=ledger, output_type=output_type)
     while result.status == "needs_approval":
         decisions = {request.call_id: decide(request) for request in result.pending}
-        result = conversation.resume(result, decisions, deps=ledger)
+        result = conversation.resume(result, decisions, deps=ledger, output_type=output_type)
     return result
 
 
@@ -107,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             message = sys.stdin.readline().strip()
             if not message:
                 return 0
-            result = turn(conversation, message, ledger, decide)
+            if message == "/summary":
+                result = turn(conversation, SUMMARY, ledger, decide, output_type=Summary)
+            else:
+                result = turn(conversation, message, ledger, decide)
             _show(result)
 
 
@@ -115,7 +145,10 @@ def _show(result: RunResult) -> None:
     for call in result.calls:
         outcome: Any = call.error if call.error is not None else call.result
         print(f"  {call.name}({json.dumps(call.arguments)}) -> {json.dumps(outcome)}")
-    print(f"[{result.status}] {result.answer}")
+    if isinstance(result.output, Summary):
+        print(f"[{result.status}] {result.output!r}")
+    else:
+        print(f"[{result.status}] {result.answer}")
 
 
 if __name__ == "__main__":

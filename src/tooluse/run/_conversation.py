@@ -254,23 +254,40 @@ class Conversation:
         return self.store.turns(self.id)
 
     def run(
-        self, message: str, *, expect: Expect | Sequence[Expect] = (), deps: Any = None
+        self,
+        message: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
-        """The agent's run on ``message``, continuing the conversation (see `Agent.run`)."""
+        """The agent's run on ``message``, continuing the conversation (see `Agent.run`).
+
+        `output_type` sets this turn's typed output, in place of the agent's.
+        """
         with self._turn():
             history = self.history
-            result = self.agent.run(message, expect=expect, history=history, deps=deps)
+            result = self.agent.run(
+                message, expect=expect, history=history, deps=deps, output_type=output_type
+            )
             self.keep(message, history, result)
         return result
 
     async def arun(
-        self, message: str, *, expect: Expect | Sequence[Expect] = (), deps: Any = None
+        self,
+        message: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
         """`run`, for async code."""
         with self._turn():
             history = self.history
             try:
-                result = await self.agent.arun(message, expect=expect, history=history, deps=deps)
+                result = await self.agent.arun(
+                    message, expect=expect, history=history, deps=deps, output_type=output_type
+                )
             except BaseException as exc:
                 ended = getattr(exc, "result", None)
                 if isinstance(ended, RunResult):
@@ -280,13 +297,20 @@ class Conversation:
         return result
 
     async def stream(
-        self, message: str, *, expect: Expect | Sequence[Expect] = (), deps: Any = None
+        self,
+        message: str,
+        *,
+        expect: Expect | Sequence[Expect] = (),
+        deps: Any = None,
+        output_type: Any = None,
     ) -> AsyncIterator[Any]:
         """The events of the agent's run on ``message`` (see `Agent.stream`); the turn
         is kept once the stream ends, however it ends."""
         with self._turn():
             history = self.history
-            events = self.agent.stream(message, expect=expect, history=history, deps=deps)
+            events = self.agent.stream(
+                message, expect=expect, history=history, deps=deps, output_type=output_type
+            )
             try:
                 async for event in events:
                     yield event
@@ -299,11 +323,15 @@ class Conversation:
         decisions: Mapping[str, bool | Approval | Mapping[str, Any]],
         *,
         deps: Any = None,
+        output_type: Any = None,
     ) -> RunResult:
-        """Continue a turn paused for approval (see `Agent.resume`), and keep it."""
+        """Continue a turn paused for approval (see `Agent.resume`), and keep it.
+
+        A turn with its own `output_type` is resumed with the same one.
+        """
         with self._turn():
             history = self.history
-            ended = self.agent.resume(result, decisions, deps=deps)
+            ended = self.agent.resume(result, decisions, deps=deps, output_type=output_type)
             task = result.paused.task if result.paused is not None else ""
             self.keep(task, history, ended)
         return ended
