@@ -146,7 +146,7 @@ class ScriptRunner:
         ends (replayed calls are not told). Both may be called from the sandbox's
         channel thread.
         """
-        state = _ScriptCalls(
+        calls = _ScriptCalls(
             self,
             script_id=script_id,
             round_=round_,
@@ -154,47 +154,43 @@ class ScriptRunner:
             awaited=awaited,
             on_call=on_call,
         )
-        pause = state.pause
+        result = await self._execute(code, calls, on_output)
+        if result is not None:
+            self.ledger.script_ended(result.status == "ok")
+        record = _record(
+            code, script_id=script_id, round_=round_, repairs=repairs, calls=calls, result=result
+        )
+        # A paused script resumes by running again, answered as it was this time.
+        return record, calls.outcomes, calls.transcript() if result is None else []
+
+    def schema_call(self, function: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A call as the script made it, by the stub's names, as the tool's schema names it."""
+        tool_name, names = self._by_function[function]
+        return tool_name, {names.get(k, k): v for k, v in arguments.items()}
+
+    async def _execute(
+        self, code: str, calls: _ScriptCalls, on_output: Callable[[str], None] | None
+    ) -> ExecResult | None:
+        """The sandbox's result for ``code``, or None when it was stopped at a deferred call."""
         execution = asyncio.ensure_future(
             self.sandbox.execute(
                 code,
                 tools=self._proxies,
-                handler=state.handler,
-                direct=state.direct,
+                handler=calls.handler,
+                direct=calls.direct,
                 timeout=self.timeout,
                 module_name=self.module,
                 on_output=on_output,
             )
         )
-        pause.execution = execution
-        result: ExecResult | None = None
+        calls.pause.execution = execution
         try:
-            result = await execution
+            return await execution
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if not pause.asked or (task is not None and task.cancelling()):
+            if not calls.pause.asked or (task is not None and task.cancelling()):
                 raise  # the caller's cancellation, not the pause
-        if result is None:
-            status, stdout, error, truncated, duration = "paused", "", None, False, 0.0
-        else:
-            self.ledger.script_ended(result.status == "ok")
-            status, stdout, error = result.status, result.stdout, result.error
-            truncated, duration = result.truncated, result.duration_s
-        outcomes = state.outcomes
-        record = ScriptRecord(
-            id=script_id,
-            code=code,
-            status=status,
-            stdout=stdout,
-            error=error,
-            round=round_,
-            calls=len(state.answered),
-            truncated=truncated,
-            duration_s=duration,
-            repairs=tuple(repairs),
-            replayed=tuple(o for o in outcomes if isinstance(o, CallRecord) and o.replayed),
-        )
-        return record, outcomes, state.transcript() if result is None else []
+            return None
 
 
 class _ScriptCalls:
@@ -235,8 +231,7 @@ class _ScriptCalls:
     ) -> ToolReply | Awaitable[ToolReply]:
         # A plain function, so that a call the dispatcher answers at once (a quick
         # sync tool, a refusal, a replay) is answered without a task per call.
-        tool_name, names = self.runner._by_function[function]
-        schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
+        tool_name, schema_arguments = self.runner.schema_call(function, arguments)
         call_id = self.next_id()
         if self.pause.asked:
             return self.pause.hold()  # after the deferred call: nothing more runs
@@ -248,9 +243,7 @@ class _ScriptCalls:
                     earlier.value, earlier.kind, earlier.message
                 )
                 return answer
-        self.sent[call_id] = (tool_name, schema_arguments)
-        if self.on_call is not None:
-            self.on_call(call_id, tool_name, None)
+        self.started(call_id, tool_name, schema_arguments)
         outcome = self.runner.dispatcher.call_nowait(
             tool_name,
             schema_arguments,
@@ -269,20 +262,16 @@ class _ScriptCalls:
         # tool runs right there, with no turn of the event loop.
         if self.replaying or self.pause.asked:
             return None  # the event loop answers it, in order
-        tool_name, names = self.runner._by_function[function]
-        if names:
-            arguments = {names.get(k, k): v for k, v in arguments.items()}
+        tool_name, schema_arguments = self.runner.schema_call(function, arguments)
 
         def take_id() -> str:
             call_id = self.next_id()
-            self.sent[call_id] = (tool_name, arguments)
-            if self.on_call is not None:
-                self.on_call(call_id, tool_name, None)
+            self.started(call_id, tool_name, schema_arguments)
             return call_id
 
         outcome = self.runner.dispatcher.call_direct(
             tool_name,
-            arguments,
+            schema_arguments,
             call_id=take_id,
             round_=self.round,
             source="script",
@@ -293,6 +282,11 @@ class _ScriptCalls:
         if isinstance(outcome, CallRecord | RejectedCall):
             return self.reply(outcome)
         return _Direct(outcome, self.reply)
+
+    def started(self, call_id: str, tool_name: str, arguments: dict[str, Any]) -> None:
+        self.sent[call_id] = (tool_name, arguments)
+        if self.on_call is not None:
+            self.on_call(call_id, tool_name, None)
 
     async def reply_later(self, pending: Awaitable[Outcome | ApprovalRequest]) -> ToolReply:
         try:
@@ -313,6 +307,10 @@ class _ScriptCalls:
         self.answered[outcome.id] = answer
         return answer
 
+    def replayed(self) -> tuple[CallRecord, ...]:
+        """The calls answered from the ledger rather than run."""
+        return tuple(o for o in self.outcomes if isinstance(o, CallRecord) and o.replayed)
+
     def transcript(self) -> list[Answered]:
         """The calls answered so far, in the order the script made them."""
         return [
@@ -320,6 +318,36 @@ class _ScriptCalls:
             for call_id in self.sent
             if (answer := self.answered.get(call_id)) is not None
         ]
+
+
+def _record(
+    code: str,
+    *,
+    script_id: str,
+    round_: int,
+    repairs: Sequence[str],
+    calls: _ScriptCalls,
+    result: ExecResult | None,
+) -> ScriptRecord:
+    """The script's record; without a `result` it was stopped at a deferred call."""
+    if result is None:
+        status, stdout, error, truncated, duration = "paused", "", None, False, 0.0
+    else:
+        status, stdout, error = result.status, result.stdout, result.error
+        truncated, duration = result.truncated, result.duration_s
+    return ScriptRecord(
+        id=script_id,
+        code=code,
+        status=status,
+        stdout=stdout,
+        error=error,
+        round=round_,
+        calls=len(calls.answered),
+        truncated=truncated,
+        duration_s=duration,
+        repairs=tuple(repairs),
+        replayed=calls.replayed(),
+    )
 
 
 def _reply(outcome: Outcome) -> ToolReply:
