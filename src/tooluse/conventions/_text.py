@@ -35,20 +35,14 @@ from typing import Any, Literal
 
 from .._exceptions import UsageError
 from .._messages import ToolCall
+from .._syntax import CallSyntaxError, SourceText, Span, parse_python_calls, parse_span
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
 from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
 from ..tools._tool import python_identifier
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
+from ._call_spans import call_spans
 from ._per_run import PerRun
-from ._python_calls import (
-    CallSyntaxError,
-    SourceText,
-    Span,
-    call_spans,
-    parse_python_calls,
-    parse_span,
-)
 from ._react import read_react
 
 __all__ = ["CallSyntaxError", "TextConvention", "call_name", "describe_tools", "parse_python_calls"]

@@ -15,7 +15,6 @@ make no call.
 
 from __future__ import annotations
 
-import ast
 import copy
 import importlib
 import inspect
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import RunResult, Tool, Toolbox
+from ..._syntax import CallSyntaxError, parse_python_calls
 from .._metrics import call_metrics
 from .._oracle import statements_script
 from .._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
@@ -130,22 +130,15 @@ def parse_call(text: str, methods: Mapping[str, Callable[..., Any]]) -> Call:
 
     Positional arguments are named from the backend method's signature.
     """
-    node = ast.parse(text.strip(), mode="eval").body
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+    parameters = {name: list(inspect.signature(m).parameters) for name, m in methods.items()}
+    try:
+        calls = parse_python_calls(text.strip(), parameters=parameters)
+    except CallSyntaxError as exc:
+        raise BenchDataError(f"not a call to a backend method: {text!r} ({exc})") from None
+    if len(calls) != 1 or "." in calls[0][0]:
         raise BenchDataError(f"not a function call: {text!r}")
-    name = node.func.id
-    arguments: dict[str, Any] = {}
-    if node.args:
-        method = methods.get(name)
-        if method is None:
-            raise BenchDataError(f"{text!r} calls {name!r}, which no backend has")
-        names = list(inspect.signature(method).parameters)
-        for position, arg in enumerate(node.args):
-            arguments[names[position]] = _json_value(ast.literal_eval(arg))
-    for keyword in node.keywords:
-        if keyword.arg is not None:
-            arguments[keyword.arg] = _json_value(ast.literal_eval(keyword.value))
-    return Call(name, arguments)
+    name, arguments = calls[0]
+    return Call(name, {k: _json_value(v) for k, v in arguments.items()})
 
 
 def _json_value(value: Any) -> Any:
