@@ -58,16 +58,7 @@ AST_CATEGORIES = (
 NO_CALL_CATEGORIES = ("irrelevance", "live_irrelevance")
 SINGLE_TURN_CATEGORIES = (*AST_CATEGORIES, *NO_CALL_CATEGORIES, "live_relevance")
 
-PAPER_CATEGORIES = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-)
+PAPER_CATEGORIES = tuple(c for c in AST_CATEGORIES if c not in {"simple_java", "simple_javascript"})
 """The eight Python AST categories the 309-entry subset is drawn from."""
 PAPER_SUBSET_SIZE = 309
 
