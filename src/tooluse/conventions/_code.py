@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..models import ModelResponse
 from ..tools import Toolbox
-from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script
+from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script, system_text
 from ._per_run import PerRun
 
 __all__ = ["CodeConvention", "ExtractedScript", "extract_script"]
@@ -153,9 +153,7 @@ class CodeConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._functions.set({s.function for s in tools.stub_signatures()})
-        text = self.prompt(tools)
-        if system_prompt:
-            text = f"{system_prompt}\n\n{text}"
+        text = system_text(system_prompt, self.prompt(tools))
         return Prepared(system_prompt=text, tools=(), tool_choice="none", reply_format="code")
 
     def interpret(self, response: ModelResponse) -> Interpretation:

@@ -36,7 +36,7 @@ from .._syntax import dotted
 from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
 from ..tools._validate import ArgumentChecker, ArgumentsError
-from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry
+from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry, system_text
 from ._per_run import PerRun
 from ._plan_eval import ALLOWED_FUNCTIONS, PlanEvaluationError, evaluate
 from ._plan_program import PlanProgram, PlanStep
@@ -505,9 +505,7 @@ class PlanConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._tools.set(tools)
-        text = self.prompt(tools)
-        if system_prompt:
-            text = f"{system_prompt}\n\n{text}"
+        text = system_text(system_prompt, self.prompt(tools))
         return Prepared(system_prompt=text, tools=(), tool_choice="none", reply_format="code")
 
     def interpret(self, response: ModelResponse) -> Interpretation:

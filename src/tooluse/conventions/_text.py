@@ -40,7 +40,7 @@ from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
 from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
 from ..tools._tool import python_identifier
-from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
+from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry, system_text
 from ._call_spans import call_spans
 from ._per_run import PerRun
 from ._react import read_react
@@ -169,9 +169,7 @@ class TextConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._signatures.set({s.call_name: s for s in (_signature(t) for t in tools)})
-        text = self.prompt(tools)
-        if system_prompt:
-            text = f"{system_prompt}\n\n{text}"
+        text = system_text(system_prompt, self.prompt(tools))
         if self.format == "react":
             return Prepared(system_prompt=text, tools=(), tool_choice="none")
         return Prepared(
