@@ -27,8 +27,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._eventloop import PrivateLoop
@@ -146,14 +146,7 @@ class ScriptRunner:
         ends (replayed calls are not told). Both may be called from the sandbox's
         channel thread.
         """
-        calls = _ScriptCalls(
-            self,
-            script_id=script_id,
-            round_=round_,
-            replay=replay,
-            awaited=awaited,
-            on_call=on_call,
-        )
+        calls = _ScriptCalls(self, script_id, round_, deque(replay), awaited, on_call)
         result = await self._execute(code, calls, on_output)
         if result is not None:
             self.ledger.script_ended(result.status == "ok")
@@ -193,6 +186,38 @@ class ScriptRunner:
             return None
 
 
+class _Pause:
+    """A script stopping at a deferred call, once the calls under way have been answered."""
+
+    __slots__ = ("asked", "execution", "running")
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.running = 0
+        self.execution: asyncio.Future[ExecResult] | None = None
+
+    def started(self) -> None:
+        self.running += 1
+
+    def ended(self) -> None:
+        self.running -= 1
+        self._maybe_stop()
+
+    def ask(self) -> None:
+        self.asked = True
+        self._maybe_stop()
+
+    def hold(self) -> asyncio.Future[ToolReply]:
+        """A reply that never comes: the script is stopped before it would."""
+        return asyncio.get_running_loop().create_future()
+
+    def _maybe_stop(self) -> None:
+        if self.asked and not self.running and self.execution is not None:
+            # Stopped on the next turn, once the replies just sent are on their way.
+            asyncio.get_running_loop().call_soon(self.execution.cancel)
+
+
+@dataclass(eq=False)
 class _ScriptCalls:
     """The calls of one script as they arrive from its sandbox, and what each was answered.
 
@@ -201,27 +226,19 @@ class _ScriptCalls:
     and `reply` keeps its outcome and answer.
     """
 
-    def __init__(
-        self,
-        runner: ScriptRunner,
-        *,
-        script_id: str,
-        round_: int,
-        replay: Sequence[Answered],
-        awaited: Sequence[str],
-        on_call: Callable[[str, str, Outcome | None], None] | None,
-    ) -> None:
-        self.runner = runner
-        self.script_id = script_id
-        self.round = round_
-        self.awaited = awaited
-        self.on_call = on_call
-        self.outcomes: list[Outcome | ApprovalRequest] = []
-        self.numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
-        self.sent: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.answered: dict[str, ToolReply] = {}
-        self.replaying = deque(replay)
-        self.pause = _Pause()
+    runner: ScriptRunner
+    script_id: str
+    round: int
+    #: The recorded answers still to give, first first (see `ScriptRunner.run`).
+    replaying: deque[Answered]
+    awaited: Sequence[str]
+    on_call: Callable[[str, str, Outcome | None], None] | None
+    outcomes: list[Outcome | ApprovalRequest] = field(default_factory=list)
+    # Taken as each call arrives: parallel calls overlap.
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    sent: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    answered: dict[str, ToolReply] = field(default_factory=dict)
+    pause: _Pause = field(default_factory=_Pause)
 
     def next_id(self) -> str:
         return f"{self.script_id}.{next(self.numbers)}"
@@ -370,37 +387,6 @@ def _replayed(
     if call_key(tool, arguments) not in awaited:
         replaying.clear()  # the script went another way: from here every call runs
     return None
-
-
-class _Pause:
-    """A script stopping at a deferred call, once the calls under way have been answered."""
-
-    __slots__ = ("asked", "execution", "running")
-
-    def __init__(self) -> None:
-        self.asked = False
-        self.running = 0
-        self.execution: asyncio.Future[ExecResult] | None = None
-
-    def started(self) -> None:
-        self.running += 1
-
-    def ended(self) -> None:
-        self.running -= 1
-        self._maybe_stop()
-
-    def ask(self) -> None:
-        self.asked = True
-        self._maybe_stop()
-
-    def hold(self) -> asyncio.Future[ToolReply]:
-        """A reply that never comes: the script is stopped before it would."""
-        return asyncio.get_running_loop().create_future()
-
-    def _maybe_stop(self) -> None:
-        if self.asked and not self.running and self.execution is not None:
-            # Stopped on the next turn, once the replies just sent are on their way.
-            asyncio.get_running_loop().call_soon(self.execution.cancel)
 
 
 def run_script(
