@@ -19,6 +19,11 @@ from ._bench import (
 
 __all__ = ["eval_command"]
 
+TaskCategoriesOption = Annotated[
+    str | None,
+    typer.Option("--categories", help="Comma-separated task categories (default: all)."),
+]
+
 
 def _eval_options(  # noqa: PLR0917 - only its signature counts: typer reads it
     tasks: Annotated[
@@ -48,10 +53,7 @@ def _eval_options(  # noqa: PLR0917 - only its signature counts: typer reads it
     ] = None,
     model: ModelOption = "oracle",
     conventions: ConventionsOption = "json,code",
-    categories: Annotated[
-        str | None,
-        typer.Option("--categories", help="Comma-separated task categories (default: all)."),
-    ] = None,
+    categories: TaskCategoriesOption = None,
     limit: LimitOption = None,
 ) -> None:
     """Run a file of your own tasks in each convention: results, summary, plots, traces."""
