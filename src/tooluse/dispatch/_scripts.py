@@ -28,7 +28,7 @@ import asyncio
 import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from .._eventloop import PrivateLoop
@@ -89,6 +89,7 @@ class _Direct:
         return None if record is None else self._reply(record)
 
 
+@dataclass(eq=False)
 class ScriptRunner:
     """Runs scripts against a toolbox: one warm sandbox, one dispatcher.
 
@@ -96,20 +97,16 @@ class ScriptRunner:
     use one runner per run.
     """
 
-    def __init__(
-        self,
-        tools: Toolbox,
-        dispatcher: Dispatcher,
-        sandbox: Sandbox,
-        *,
-        module: str = "tools",
-        timeout: float = 30.0,
-    ) -> None:
-        self.dispatcher = dispatcher
-        self.sandbox = sandbox
-        self.module = module
-        self.timeout = timeout
-        self.ledger = Ledger()
+    tools: InitVar[Toolbox]
+    dispatcher: Dispatcher
+    sandbox: Sandbox
+    module: str = field(default="tools", kw_only=True)
+    timeout: float = field(default=30.0, kw_only=True)
+    ledger: Ledger = field(default_factory=Ledger, init=False)
+    _proxies: list[ProxySpec] = field(init=False)
+    _by_function: dict[str, tuple[str, dict[str, str]]] = field(init=False)
+
+    def __post_init__(self, tools: Toolbox) -> None:
         signatures = tools.callable_by("script").stub_signatures()
         # The proxies bind arguments by the very signatures the stubs show.
         self._proxies = [
