@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import keyword
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,6 +35,7 @@ from typing import Any, Literal
 from .._exceptions import UsageError
 from .._messages import ToolCall
 from .._syntax import CallSyntaxError, SourceText, Span, parse_python_calls, parse_span
+from ..decoding import is_call_name
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
 from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
@@ -87,10 +87,7 @@ def call_name(name: str) -> str:
     Dotted names (BFCL's ``math.factorial``) read as attribute chains; other
     names get the stub module's identifier.
     """
-    parts = name.split(".")
-    if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-        return name
-    return python_identifier(name)
+    return name if is_call_name(name) else python_identifier(name)
 
 
 @dataclass(frozen=True, slots=True)
