@@ -36,6 +36,8 @@ from typing import Any
 # `examples` ships with the checkout, not with the package: find it beside bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _options import add_repeat
+
 from examples.seed_tools import toolbox
 from tooluse import Message
 from tooluse.decoding import GrammarCompiler, GrammarTool, calls_grammar
@@ -118,7 +120,7 @@ def compile_seconds(compiler: GrammarCompiler, tools: list[Tool], repeat: int) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    add_repeat(parser)
     parser.add_argument("--tokens", type=int, default=96, help="output cap per reply")
     parser.add_argument("--gbnf-tokens", type=int, default=24, help="output cap under GBNF")
     args = parser.parse_args()

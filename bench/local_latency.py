@@ -28,6 +28,8 @@ from typing import Any
 # `examples` ships with the checkout, not with the package: find it beside bench/.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _options import add_models, add_repeat
+
 from examples.seed_tools import toolbox
 from tooluse import Message
 from tooluse.models import LocalModel, ModelRequest
@@ -80,8 +82,8 @@ def measure(name: str, path: Path, repeat: int, entry: RegisteredModel) -> dict[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="qwen2.5-coder-1.5b,qwen2.5-coder-0.5b")
-    parser.add_argument("--repeat", type=int, default=3)
+    add_models(parser)
+    add_repeat(parser)
     args = parser.parse_args()
     registry = Registry()
     rows = []

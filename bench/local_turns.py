@@ -25,6 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _options import add_models
+
 from examples.seed_tools import toolbox
 from tooluse import Agent
 from tooluse.models import LocalModel
@@ -90,7 +92,7 @@ def run(model: LocalModel, task: Task, max_rounds: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="qwen2.5-coder-1.5b,qwen2.5-coder-0.5b")
+    add_models(parser)
     parser.add_argument("--max-rounds", type=int, default=6)
     args = parser.parse_args()
     registry = Registry()

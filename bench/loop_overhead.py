@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from _options import add_repeat
+
 Runner = Callable[[int], list[float]]
 """Runs N turns and returns the monotonic timestamps of the N+1 model calls."""
 
@@ -277,7 +279,7 @@ def measure(name: str, runner: Runner, turns: int, repeat: int) -> Measure:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--repeat", type=int, default=3)
+    add_repeat(parser)
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
     rows: list[Measure] = []

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _options import add_mcp_load
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -36,9 +38,7 @@ def run(script: str, arguments: list[str]) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300, help="calls per measurement")
-    parser.add_argument("--repeat", type=int, default=3, help="measurements per row")
-    parser.add_argument("--tools", type=int, default=50, help="tools for the prompt size")
+    add_mcp_load(parser)
     args = parser.parse_args()
     common = ["--calls", str(args.calls), "--repeat", str(args.repeat)]
     client = run("mcp_client.py", common)

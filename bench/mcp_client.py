@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tooluse.mcp import MCPClient
 
+from _options import add_mcp_load
 from mcp import Client, StdioServerParameters
 
 
@@ -111,8 +112,7 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--repeat", type=int, default=3)
+    add_mcp_load(parser, tools=False)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--http-port-file", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import uvicorn
+from _options import add_mcp_load
 from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
@@ -148,9 +149,7 @@ async def listing_tokens(server: Any) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300, help="calls per measurement")
-    parser.add_argument("--repeat", type=int, default=3, help="measurements; the best counts")
-    parser.add_argument("--tools", type=int, default=50, help="tools for the prompt size")
+    add_mcp_load(parser)
     parser.add_argument("--serve", choices=SERVERS, help=argparse.SUPPRESS)
     parser.add_argument("--transport", choices=("http", "stdio"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -24,10 +24,11 @@ DOC = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[frozenset[str], ...] = (
     # Basics every part shares; they import nothing of ours but the basics below them.
     frozenset(
-        {"_exceptions", "_frozen", "_eventloop", "_tokens", "_messages", "_syntax", "_imports"}
+        {"_exceptions", "_frozen", "_eventloop", "_tokens", "_messages", "_imports", "_closing"}
     ),
-    # The versioned written form of what is written down, then the records of calls.
-    frozenset({"_written"}),
+    # The versioned written form of what is written down, and the reading of Python-call
+    # text (its errors are InvalidCallErrors); then the records of calls.
+    frozenset({"_written", "_syntax"}),
     frozenset({"_records"}),
     # Tools, the isolated sandbox and constrained decoding know nothing of each other.
     frozenset({"tools", "sandbox", "decoding"}),

@@ -15,14 +15,15 @@ carries none, and is version 0.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from ._exceptions import UsageError
 
-__all__ = ["VERSION", "read", "version_of", "write"]
+__all__ = ["VERSION", "json_lines", "read", "version_of", "write"]
 
 T = TypeVar("T")
 
@@ -110,3 +111,18 @@ def read(
     except ValidationError as exc:
         raise UsageError(f"a written {name} cannot be read: {exc}") from exc
     return value
+
+
+def json_lines(text: str) -> Iterator[tuple[int, Any]]:
+    """JSON Lines: (line number, value) for each non-empty line.
+
+    The value of a line that is not JSON is the `json.JSONDecodeError` saying why,
+    for the reader to report in its own terms and decide whether to go on.
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, exc

@@ -19,7 +19,7 @@ from ._extras import need
 if TYPE_CHECKING:
     from ..eval import CallPolicy, Row
 
-__all__ = ["bench_app"]
+__all__ = ["bench_app", "options_of", "run_options", "with_options"]
 
 bench_app = typer.Typer(
     help="Measure a model on evaluation suites, JSON, code and text conventions side by side.",
@@ -139,6 +139,27 @@ def _shared_options(  # noqa: PLR0917 - the options every suite command takes, d
     """Only its signature counts: `_suite_command` adds it to each suite's own options."""
 
 
+def options_of(function: Callable[..., Any]) -> list[inspect.Parameter]:
+    """The options a function declares (its parameters), as typer reads them."""
+    return list(inspect.signature(function, eval_str=True).parameters.values())
+
+
+def run_options() -> list[inspect.Parameter]:
+    """The shared options that come after a command's own: ``--workers`` on."""
+    return options_of(_shared_options)[2:]
+
+
+def with_options(
+    command: Callable[..., Any], options: list[inspect.Parameter], run: Callable[..., None]
+) -> Callable[..., None]:
+    """`run`, named and documented as `command`, taking `options` on the command line."""
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in options]
+    functools.wraps(command)(run)
+    run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run
+
+
 def _suite_command(
     name: str,
 ) -> Callable[[Callable[..., dict[str, Any] | None]], Callable[..., None]]:
@@ -149,23 +170,17 @@ def _suite_command(
     policy), or None. Help lists ``--out`` and ``--model`` first, then the suite's
     own options, then the other shared ones.
     """
-    shared = list(inspect.signature(_shared_options, eval_str=True).parameters.values())
+    first = options_of(_shared_options)[:2]
     takes = inspect.signature(_bench).parameters
 
     def register(command: Callable[..., dict[str, Any] | None]) -> Callable[..., None]:
-        own = list(inspect.signature(command, eval_str=True).parameters.values())
-        parameters = [
-            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in [*shared[:2], *own, *shared[2:]]
-        ]
+        own = options_of(command)
 
-        @functools.wraps(command)
         def run(**options: Any) -> None:
             extra = command(**{p.name: options[p.name] for p in own}) or {}
             _bench(name, **{k: v for k, v in options.items() if k in takes}, **extra)
 
-        run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in parameters}
-        return bench_app.command(name)(run)
+        return bench_app.command(name)(with_options(command, [*first, *own, *run_options()], run))
 
     return register
 

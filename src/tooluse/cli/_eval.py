@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ._bench import (
-    BaseUrlOption,
     ConventionsOption,
-    Executor,
-    ExecutorOption,
     LimitOption,
     ModelOption,
-    RateLimitOption,
-    RayAddressOption,
-    RayCpusOption,
-    RetryOption,
-    TracesOption,
-    WorkersOption,
     _bench,
+    options_of,
+    run_options,
+    with_options,
 )
 
 __all__ = ["eval_command"]
 
+TaskCategoriesOption = Annotated[
+    str | None,
+    typer.Option("--categories", help="Comma-separated task categories (default: all)."),
+]
 
-def eval_command(  # noqa: PLR0917 - typer maps parameters to options
+
+def _eval_options(  # noqa: PLR0917 - only its signature counts: typer reads it
     tasks: Annotated[
         Path,
         typer.Argument(
@@ -63,39 +62,26 @@ def eval_command(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
     model: ModelOption = "oracle",
     conventions: ConventionsOption = "json,code",
-    categories: Annotated[
-        str | None,
-        typer.Option("--categories", help="Comma-separated task categories (default: all)."),
-    ] = None,
+    categories: TaskCategoriesOption = None,
     limit: LimitOption = None,
-    workers: WorkersOption = None,
-    base_url: BaseUrlOption = None,
-    retry_errors: RetryOption = False,
-    traces: TracesOption = False,
-    executor: Executor = ExecutorOption.local,
-    ray_address: RayAddressOption = None,
-    ray_cpus: RayCpusOption = 1.0,
-    rate_limit: RateLimitOption = None,
 ) -> None:
     """Run a file of your own tasks in each convention: results, summary, plots, traces."""
+
+
+def _run(*, tasks: Path, out: Path | None, **options: Any) -> None:
     _bench(
         "eval",
-        model=model,
-        conventions=conventions,
         out=out if out is not None else Path("runs") / tasks.stem,
-        categories=categories,
-        limit=limit,
-        workers=workers,
-        seed=0,
-        base_url=base_url,
-        retry_errors=retry_errors,
-        traces=traces,
-        executor=executor,
-        ray_address=ray_address,
-        ray_cpus=ray_cpus,
-        rate_limit=rate_limit,
+        seed=0,  # a task file's tasks are fixed: nothing is generated
         task_file=tasks.resolve(),
-        tools=tools,
-        deps=deps,
         command="tooluse eval",
+        **options,
     )
+
+
+# The task file's own options, then those every suite command shares but --seed.
+eval_command = with_options(
+    _eval_options,
+    [*options_of(_eval_options), *(p for p in run_options() if p.name != "seed")],
+    _run,
+)

@@ -9,26 +9,9 @@ evaluation: `tooluse.eval.sim`.
 
 from __future__ import annotations
 
-from tooluse.context._store import (
-    ContextStore,
-    Hit,
-    ItemIdConflictError,
-    NewItem,
-    Page,
-    StoredItem,
-    Synchronous,
-    fts_query,
-)
-from tooluse.context._window import ContextPolicy
+from . import _store
+from ._store import *  # noqa: F403 - the store's names are the package's
+from ._window import ContextPolicy
 
-__all__ = [
-    "ContextPolicy",
-    "ContextStore",
-    "Hit",
-    "ItemIdConflictError",
-    "NewItem",
-    "Page",
-    "StoredItem",
-    "Synchronous",
-    "fts_query",
-]
+__all__ = ["ContextPolicy"]
+__all__ += _store.__all__

@@ -57,6 +57,8 @@ from typing import Any, Literal, Self
 
 from tooluse._exceptions import UsageError
 
+from .._closing import Closing
+
 __all__ = [
     "ContextStore",
     "Hit",
@@ -300,7 +302,7 @@ class _Connection:
     planner: _Planner | None = None
 
 
-class ContextStore:
+class ContextStore(Closing):
     """Offloaded context for one namespace of a SQLite file (see the module docs).
 
     `path` is a file path or ``":memory:"`` (private to this store and its
@@ -636,12 +638,6 @@ class ContextStore:
             if not self._shared.closed:
                 self._shared.closed = True
                 self._shared.conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ContextStore({self._path!r}, namespace={self._namespace!r})"

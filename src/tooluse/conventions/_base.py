@@ -24,6 +24,7 @@ __all__ = [
     "Prepared",
     "Retry",
     "Script",
+    "system_text",
 ]
 
 
@@ -109,3 +110,8 @@ class Convention(ABC):
     @abstractmethod
     def interpret(self, response: ModelResponse) -> Interpretation:
         """Read one model reply."""
+
+
+def system_text(given: str | None, prompt: str) -> str:
+    """A run's system prompt: the caller's own, then the convention's `prompt`."""
+    return f"{given}\n\n{prompt}" if given else prompt

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..models import ModelResponse
 from ..tools import Toolbox
 from ..tools._output import output_of
-from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script
+from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script, system_text
 from ._per_run import PerRun
 
 __all__ = ["CodeConvention", "ExtractedScript", "extract_script"]
@@ -170,9 +170,7 @@ class CodeConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._functions.set({s.function for s in tools.stub_signatures()})
-        text = self.prompt(tools)
-        if system_prompt:
-            text = f"{system_prompt}\n\n{text}"
+        text = system_text(system_prompt, self.prompt(tools))
         output = output_of(tools)
         return Prepared(
             system_prompt=text,

@@ -37,7 +37,7 @@ from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
 from ..tools._output import output_of
 from ..tools._validate import ArgumentChecker, ArgumentsError
-from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry
+from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry, system_text
 from ._per_run import PerRun
 from ._plan_eval import ALLOWED_FUNCTIONS, PlanEvaluationError, evaluate
 from ._plan_program import PlanProgram, PlanStep
@@ -520,9 +520,7 @@ class PlanConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._tools.set(tools)
-        text = self.prompt(tools)
-        if system_prompt:
-            text = f"{system_prompt}\n\n{text}"
+        text = system_text(system_prompt, self.prompt(tools))
         output = output_of(tools)
         return Prepared(
             system_prompt=text,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._python_calls import SourceText, Span, parse_span
+from .._syntax import SourceText, Span, parse_span
 
 __all__ = ["ReactReading", "read_react"]
 

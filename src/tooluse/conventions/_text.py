@@ -28,28 +28,22 @@ from __future__ import annotations
 
 import itertools
 import json
-import keyword
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._exceptions import UsageError
 from .._messages import ToolCall
+from .._syntax import CallSyntaxError, SourceText, Span, parse_python_calls, parse_span
+from ..decoding import is_call_name
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
 from ..tools._output import output_of
 from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
 from ..tools._tool import python_identifier
-from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry
+from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry, system_text
+from ._call_spans import call_spans
 from ._per_run import PerRun
-from ._python_calls import (
-    CallSyntaxError,
-    SourceText,
-    Span,
-    call_spans,
-    parse_python_calls,
-    parse_span,
-)
 from ._react import read_react
 
 __all__ = ["CallSyntaxError", "TextConvention", "call_name", "describe_tools", "parse_python_calls"]
@@ -108,10 +102,7 @@ def call_name(name: str) -> str:
     Dotted names (BFCL's ``math.factorial``) read as attribute chains; other
     names get the stub module's identifier.
     """
-    parts = name.split(".")
-    if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-        return name
-    return python_identifier(name)
+    return name if is_call_name(name) else python_identifier(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,9 +188,7 @@ class TextConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._signatures.set({s.call_name: s for s in (_signature(t) for t in tools)})
-        text = self.prompt(tools)
-        if system_prompt:
-            text = f"{system_prompt}\n\n{text}"
+        text = system_text(system_prompt, self.prompt(tools))
         output = output_of(tools)
         note = OUTPUT_NOTE.format(name=output.name) if output is not None else None
         if self.format == "react":

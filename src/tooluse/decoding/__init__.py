@@ -17,6 +17,7 @@ from ._grammars import (
     python_calls_grammar,
 )
 from ._normalize import NormalizedSchema, normalize_schema
+from ._python_grammar import is_call_name
 
 __all__ = [
     "CALL_CLOSE",
@@ -30,6 +31,7 @@ __all__ = [
     "call_grammar",
     "calls_grammar",
     "code_grammar",
+    "is_call_name",
     "normalize_schema",
     "python_calls_grammar",
     "to_gbnf",

@@ -17,7 +17,7 @@ import keyword
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["PythonRules"]
+__all__ = ["PythonRules", "is_call_name"]
 
 _SEP = '"," " "?'
 #: A scalar inside a Python call has no blanks around it.
@@ -42,9 +42,9 @@ def _python_literal(value: Any) -> str:
     return _literal(repr(value))
 
 
-def _callable_name(name: str) -> bool:
-    parts = name.split(".")
-    return all(p.isidentifier() and not keyword.iskeyword(p) for p in parts)
+def is_call_name(name: str) -> bool:
+    """Whether a model can write a call to `name` as it is: ``get_weather``, ``math.sqrt``."""
+    return all(p.isidentifier() and not keyword.iskeyword(p) for p in name.split("."))
 
 
 class PythonRules:
@@ -58,7 +58,7 @@ class PythonRules:
     def can_call(self, name: str, parameters: Mapping[str, Any]) -> bool:
         """Whether a call to this tool can be written in Python (names are identifiers)."""
         keys = parameters.get("properties", {})
-        return _callable_name(name) and all(
+        return is_call_name(name) and all(
             isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) for k in keys
         )
 

@@ -14,6 +14,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -140,6 +141,7 @@ def _writable(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+@dataclass(slots=True, eq=False)  # one call is equal only to itself
 class Execution:
     """One call from the moment its tool starts to its finished record.
 
@@ -151,27 +153,14 @@ class Execution:
     its loop.
     """
 
-    __slots__ = ("after", "ended", "kwargs", "ledger", "record", "start", "timeout", "tool")
-
-    def __init__(
-        self,
-        record: CallRecord,
-        tool: Tool,
-        kwargs: dict[str, Any],
-        timeout: float | None,
-        ledger: Ledger | None,
-        *,
-        after: Callable[[CallRecord, Tool], None] | None = None,
-        ended: Callable[[CallRecord], None] | None = None,
-    ) -> None:
-        self.after = after
-        self.ended = ended
-        self.record = record
-        self.tool = tool
-        self.kwargs = kwargs
-        self.timeout = timeout
-        self.ledger = ledger
-        self.start = time.perf_counter()
+    record: CallRecord
+    tool: Tool
+    kwargs: dict[str, Any]
+    timeout: float | None
+    ledger: Ledger | None
+    after: Callable[[CallRecord, Tool], None] | None = field(default=None, kw_only=True)
+    ended: Callable[[CallRecord], None] | None = field(default=None, kw_only=True)
+    start: float = field(default_factory=time.perf_counter, init=False)
 
     def begin(self) -> None:
         self.record.started_at = time.time()

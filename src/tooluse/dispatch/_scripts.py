@@ -27,8 +27,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from .._eventloop import PrivateLoop
@@ -89,6 +89,7 @@ class _Direct:
         return None if record is None else self._reply(record)
 
 
+@dataclass(eq=False)
 class ScriptRunner:
     """Runs scripts against a toolbox: one warm sandbox, one dispatcher.
 
@@ -96,20 +97,16 @@ class ScriptRunner:
     use one runner per run.
     """
 
-    def __init__(
-        self,
-        tools: Toolbox,
-        dispatcher: Dispatcher,
-        sandbox: Sandbox,
-        *,
-        module: str = "tools",
-        timeout: float = 30.0,
-    ) -> None:
-        self.dispatcher = dispatcher
-        self.sandbox = sandbox
-        self.module = module
-        self.timeout = timeout
-        self.ledger = Ledger()
+    tools: InitVar[Toolbox]
+    dispatcher: Dispatcher
+    sandbox: Sandbox
+    module: str = field(default="tools", kw_only=True)
+    timeout: float = field(default=30.0, kw_only=True)
+    ledger: Ledger = field(default_factory=Ledger, init=False)
+    _proxies: list[ProxySpec] = field(init=False)
+    _by_function: dict[str, tuple[str, dict[str, str]]] = field(init=False)
+
+    def __post_init__(self, tools: Toolbox) -> None:
         signatures = tools.callable_by("script").stub_signatures()
         # The proxies bind arguments by the very signatures the stubs show.
         self._proxies = [
@@ -146,202 +143,44 @@ class ScriptRunner:
         ends (replayed calls are not told). Both may be called from the sandbox's
         channel thread.
         """
-        state = _ScriptCalls(
-            self,
-            script_id=script_id,
-            round_=round_,
-            replay=replay,
-            awaited=awaited,
-            on_call=on_call,
+        calls = _ScriptCalls(self, script_id, round_, deque(replay), awaited, on_call)
+        result = await self._execute(code, calls, on_output)
+        if result is not None:
+            self.ledger.script_ended(result.status == "ok")
+        record = _record(
+            code, script_id=script_id, round_=round_, repairs=repairs, calls=calls, result=result
         )
-        pause = state.pause
+        # A paused script resumes by running again, answered as it was this time.
+        return record, calls.outcomes, calls.transcript() if result is None else []
+
+    def schema_call(self, function: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A call as the script made it, by the stub's names, as the tool's schema names it."""
+        tool_name, names = self._by_function[function]
+        return tool_name, {names.get(k, k): v for k, v in arguments.items()}
+
+    async def _execute(
+        self, code: str, calls: _ScriptCalls, on_output: Callable[[str], None] | None
+    ) -> ExecResult | None:
+        """The sandbox's result for ``code``, or None when it was stopped at a deferred call."""
         execution = asyncio.ensure_future(
             self.sandbox.execute(
                 code,
                 tools=self._proxies,
-                handler=state.handler,
-                direct=state.direct,
+                handler=calls.handler,
+                direct=calls.direct,
                 timeout=self.timeout,
                 module_name=self.module,
                 on_output=on_output,
             )
         )
-        pause.execution = execution
-        result: ExecResult | None = None
+        calls.pause.execution = execution
         try:
-            result = await execution
+            return await execution
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if not pause.asked or (task is not None and task.cancelling()):
+            if not calls.pause.asked or (task is not None and task.cancelling()):
                 raise  # the caller's cancellation, not the pause
-        if result is None:
-            status, stdout, error, truncated, duration = "paused", "", None, False, 0.0
-        else:
-            self.ledger.script_ended(result.status == "ok")
-            status, stdout, error = result.status, result.stdout, result.error
-            truncated, duration = result.truncated, result.duration_s
-        outcomes = state.outcomes
-        record = ScriptRecord(
-            id=script_id,
-            code=code,
-            status=status,
-            stdout=stdout,
-            error=error,
-            round=round_,
-            calls=len(state.answered),
-            truncated=truncated,
-            duration_s=duration,
-            repairs=tuple(repairs),
-            replayed=tuple(o for o in outcomes if isinstance(o, CallRecord) and o.replayed),
-        )
-        return record, outcomes, state.transcript() if result is None else []
-
-
-class _ScriptCalls:
-    """The calls of one script as they arrive from its sandbox, and what each was answered.
-
-    `handler` takes a call on the event loop, `direct` one the script waits on alone on
-    the sandbox's channel thread; both number it, replay it or send it to the dispatcher,
-    and `reply` keeps its outcome and answer.
-    """
-
-    def __init__(
-        self,
-        runner: ScriptRunner,
-        *,
-        script_id: str,
-        round_: int,
-        replay: Sequence[Answered],
-        awaited: Sequence[str],
-        on_call: Callable[[str, str, Outcome | None], None] | None,
-    ) -> None:
-        self.runner = runner
-        self.script_id = script_id
-        self.round = round_
-        self.awaited = awaited
-        self.on_call = on_call
-        self.outcomes: list[Outcome | ApprovalRequest] = []
-        self.numbers = itertools.count(1)  # taken as each call arrives: parallel calls overlap
-        self.sent: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.answered: dict[str, ToolReply] = {}
-        self.replaying = deque(replay)
-        self.pause = _Pause()
-
-    def next_id(self) -> str:
-        return f"{self.script_id}.{next(self.numbers)}"
-
-    def handler(
-        self, function: str, arguments: dict[str, object]
-    ) -> ToolReply | Awaitable[ToolReply]:
-        # A plain function, so that a call the dispatcher answers at once (a quick
-        # sync tool, a refusal, a replay) is answered without a task per call.
-        tool_name, names = self.runner._by_function[function]
-        schema_arguments: dict[str, Any] = {names.get(k, k): v for k, v in arguments.items()}
-        call_id = self.next_id()
-        if self.pause.asked:
-            return self.pause.hold()  # after the deferred call: nothing more runs
-        if self.replaying:
-            earlier = _replayed(self.replaying, tool_name, schema_arguments, self.awaited)
-            if earlier is not None:
-                self.sent[call_id] = (tool_name, schema_arguments)
-                answer = self.answered[call_id] = ToolReply(
-                    earlier.value, earlier.kind, earlier.message
-                )
-                return answer
-        self.sent[call_id] = (tool_name, schema_arguments)
-        if self.on_call is not None:
-            self.on_call(call_id, tool_name, None)
-        outcome = self.runner.dispatcher.call_nowait(
-            tool_name,
-            schema_arguments,
-            call_id=call_id,
-            round_=self.round,
-            source="script",
-            ledger=self.runner.ledger,
-        )
-        if isinstance(outcome, CallRecord | RejectedCall):
-            return self.reply(outcome)
-        self.pause.started()
-        return self.reply_later(outcome)
-
-    def direct(self, function: str, arguments: dict[str, object]) -> DirectCall | ToolReply | None:
-        # On the sandbox's channel thread, for a call the script waits on alone: a sync
-        # tool runs right there, with no turn of the event loop.
-        if self.replaying or self.pause.asked:
-            return None  # the event loop answers it, in order
-        tool_name, names = self.runner._by_function[function]
-        if names:
-            arguments = {names.get(k, k): v for k, v in arguments.items()}
-
-        def take_id() -> str:
-            call_id = self.next_id()
-            self.sent[call_id] = (tool_name, arguments)
-            if self.on_call is not None:
-                self.on_call(call_id, tool_name, None)
-            return call_id
-
-        outcome = self.runner.dispatcher.call_direct(
-            tool_name,
-            arguments,
-            call_id=take_id,
-            round_=self.round,
-            source="script",
-            ledger=self.runner.ledger,
-        )
-        if outcome is None:
             return None
-        if isinstance(outcome, CallRecord | RejectedCall):
-            return self.reply(outcome)
-        return _Direct(outcome, self.reply)
-
-    async def reply_later(self, pending: Awaitable[Outcome | ApprovalRequest]) -> ToolReply:
-        try:
-            outcome = await pending
-        finally:
-            self.pause.ended()
-        if isinstance(outcome, ApprovalRequest):
-            self.outcomes.append(outcome)
-            self.pause.ask()
-            return await self.pause.hold()
-        return self.reply(outcome)
-
-    def reply(self, outcome: Outcome) -> ToolReply:
-        self.outcomes.append(outcome)
-        if self.on_call is not None:
-            self.on_call(outcome.id, outcome.name, outcome)
-        answer = _reply(outcome)
-        self.answered[outcome.id] = answer
-        return answer
-
-    def transcript(self) -> list[Answered]:
-        """The calls answered so far, in the order the script made them."""
-        return [
-            Answered(call_id, *self.sent[call_id], answer.value, answer.kind, answer.message)
-            for call_id in self.sent
-            if (answer := self.answered.get(call_id)) is not None
-        ]
-
-
-def _reply(outcome: Outcome) -> ToolReply:
-    if isinstance(outcome, RejectedCall):
-        return ToolReply.fail(
-            outcome.error, kind="denied" if outcome.kind == "denied" else "validation"
-        )
-    if outcome.error is not None:
-        return ToolReply.fail(outcome.error, kind="tool")
-    return ToolReply.ok(outcome.result)
-
-
-def _replayed(
-    replaying: deque[Answered], tool: str, arguments: dict[str, Any], awaited: Sequence[str]
-) -> Answered | None:
-    """The recorded answer to this call, or None: it runs (and the replay may end)."""
-    earlier = replaying[0]
-    if call_identity(earlier.tool, earlier.arguments) == call_identity(tool, arguments):
-        return replaying.popleft()
-    if call_key(tool, arguments) not in awaited:
-        replaying.clear()  # the script went another way: from here every call runs
-    return None
 
 
 class _Pause:
@@ -373,6 +212,178 @@ class _Pause:
         if self.asked and not self.running and self.execution is not None:
             # Stopped on the next turn, once the replies just sent are on their way.
             asyncio.get_running_loop().call_soon(self.execution.cancel)
+
+
+@dataclass(eq=False)
+class _ScriptCalls:
+    """The calls of one script as they arrive from its sandbox, and what each was answered.
+
+    `handler` takes a call on the event loop, `direct` one the script waits on alone on
+    the sandbox's channel thread; both number it, replay it or send it to the dispatcher,
+    and `reply` keeps its outcome and answer.
+    """
+
+    runner: ScriptRunner
+    script_id: str
+    round: int
+    #: The recorded answers still to give, first first (see `ScriptRunner.run`).
+    replaying: deque[Answered]
+    awaited: Sequence[str]
+    on_call: Callable[[str, str, Outcome | None], None] | None
+    outcomes: list[Outcome | ApprovalRequest] = field(default_factory=list)
+    # Taken as each call arrives: parallel calls overlap.
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    sent: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    answered: dict[str, ToolReply] = field(default_factory=dict)
+    pause: _Pause = field(default_factory=_Pause)
+
+    def next_id(self) -> str:
+        return f"{self.script_id}.{next(self.numbers)}"
+
+    def handler(
+        self, function: str, arguments: dict[str, object]
+    ) -> ToolReply | Awaitable[ToolReply]:
+        # A plain function, so that a call the dispatcher answers at once (a quick
+        # sync tool, a refusal, a replay) is answered without a task per call.
+        tool_name, schema_arguments = self.runner.schema_call(function, arguments)
+        call_id = self.next_id()
+        if self.pause.asked:
+            return self.pause.hold()  # after the deferred call: nothing more runs
+        if self.replaying:
+            earlier = _replayed(self.replaying, tool_name, schema_arguments, self.awaited)
+            if earlier is not None:
+                self.sent[call_id] = (tool_name, schema_arguments)
+                answer = self.answered[call_id] = ToolReply(
+                    earlier.value, earlier.kind, earlier.message
+                )
+                return answer
+        self.started(call_id, tool_name, schema_arguments)
+        outcome = self.runner.dispatcher.call_nowait(
+            tool_name,
+            schema_arguments,
+            call_id=call_id,
+            round_=self.round,
+            source="script",
+            ledger=self.runner.ledger,
+        )
+        if isinstance(outcome, CallRecord | RejectedCall):
+            return self.reply(outcome)
+        self.pause.started()
+        return self.reply_later(outcome)
+
+    def direct(self, function: str, arguments: dict[str, object]) -> DirectCall | ToolReply | None:
+        # On the sandbox's channel thread, for a call the script waits on alone: a sync
+        # tool runs right there, with no turn of the event loop.
+        if self.replaying or self.pause.asked:
+            return None  # the event loop answers it, in order
+        tool_name, schema_arguments = self.runner.schema_call(function, arguments)
+
+        def take_id() -> str:
+            call_id = self.next_id()
+            self.started(call_id, tool_name, schema_arguments)
+            return call_id
+
+        outcome = self.runner.dispatcher.call_direct(
+            tool_name,
+            schema_arguments,
+            call_id=take_id,
+            round_=self.round,
+            source="script",
+            ledger=self.runner.ledger,
+        )
+        if outcome is None:
+            return None
+        if isinstance(outcome, CallRecord | RejectedCall):
+            return self.reply(outcome)
+        return _Direct(outcome, self.reply)
+
+    def started(self, call_id: str, tool_name: str, arguments: dict[str, Any]) -> None:
+        self.sent[call_id] = (tool_name, arguments)
+        if self.on_call is not None:
+            self.on_call(call_id, tool_name, None)
+
+    async def reply_later(self, pending: Awaitable[Outcome | ApprovalRequest]) -> ToolReply:
+        try:
+            outcome = await pending
+        finally:
+            self.pause.ended()
+        if isinstance(outcome, ApprovalRequest):
+            self.outcomes.append(outcome)
+            self.pause.ask()
+            return await self.pause.hold()
+        return self.reply(outcome)
+
+    def reply(self, outcome: Outcome) -> ToolReply:
+        self.outcomes.append(outcome)
+        if self.on_call is not None:
+            self.on_call(outcome.id, outcome.name, outcome)
+        answer = _reply(outcome)
+        self.answered[outcome.id] = answer
+        return answer
+
+    def replayed(self) -> tuple[CallRecord, ...]:
+        """The calls answered from the ledger rather than run."""
+        return tuple(o for o in self.outcomes if isinstance(o, CallRecord) and o.replayed)
+
+    def transcript(self) -> list[Answered]:
+        """The calls answered so far, in the order the script made them."""
+        return [
+            Answered(call_id, *self.sent[call_id], answer.value, answer.kind, answer.message)
+            for call_id in self.sent
+            if (answer := self.answered.get(call_id)) is not None
+        ]
+
+
+def _record(
+    code: str,
+    *,
+    script_id: str,
+    round_: int,
+    repairs: Sequence[str],
+    calls: _ScriptCalls,
+    result: ExecResult | None,
+) -> ScriptRecord:
+    """The script's record; without a `result` it was stopped at a deferred call."""
+    if result is None:
+        status, stdout, error, truncated, duration = "paused", "", None, False, 0.0
+    else:
+        status, stdout, error = result.status, result.stdout, result.error
+        truncated, duration = result.truncated, result.duration_s
+    return ScriptRecord(
+        id=script_id,
+        code=code,
+        status=status,
+        stdout=stdout,
+        error=error,
+        round=round_,
+        calls=len(calls.answered),
+        truncated=truncated,
+        duration_s=duration,
+        repairs=tuple(repairs),
+        replayed=calls.replayed(),
+    )
+
+
+def _reply(outcome: Outcome) -> ToolReply:
+    if isinstance(outcome, RejectedCall):
+        return ToolReply.fail(
+            outcome.error, kind="denied" if outcome.kind == "denied" else "validation"
+        )
+    if outcome.error is not None:
+        return ToolReply.fail(outcome.error, kind="tool")
+    return ToolReply.ok(outcome.result)
+
+
+def _replayed(
+    replaying: deque[Answered], tool: str, arguments: dict[str, Any], awaited: Sequence[str]
+) -> Answered | None:
+    """The recorded answer to this call, or None: it runs (and the replay may end)."""
+    earlier = replaying[0]
+    if call_identity(earlier.tool, earlier.arguments) == call_identity(tool, arguments):
+        return replaying.popleft()
+    if call_key(tool, arguments) not in awaited:
+        replaying.clear()  # the script went another way: from here every call runs
+    return None
 
 
 def run_script(

@@ -6,6 +6,7 @@ importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ __all__ = [
     "TRACES",
     "BenchConfig",
     "RayOptions",
+    "check_choices",
     "model_label",
 ]
 
@@ -35,6 +37,18 @@ DEFAULT_CONVENTIONS = ("json", "code")
 _COSTMODEL_CONVENTIONS = ("json", "code", "plan")
 
 EXECUTORS = ("local", "ray")
+
+
+def check_choices(
+    what: str, given: Sequence[str], known: Sequence[str], *, hint: str = "use some of"
+) -> None:
+    """Refuse names of `what` (``conventions``, ``suites``) that are not `known`, or none."""
+    unknown = [name for name in given if name not in known]
+    if unknown or not given:
+        raise UsageError(
+            f"unknown {what} {', '.join(unknown) or '(none)'}; "
+            f"{hint} {', '.join(known)}, comma-separated"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +107,7 @@ class BenchConfig:
     traces: bool = False
 
     def __post_init__(self) -> None:
-        unknown = [c for c in self.conventions if c not in CONVENTIONS]
-        if unknown or not self.conventions:
-            raise UsageError(
-                f"unknown conventions {', '.join(unknown) or '(none)'}; "
-                f"use some of {', '.join(CONVENTIONS)}, comma-separated"
-            )
+        check_choices("conventions", self.conventions, CONVENTIONS)
         if self.suite == "costmodel" and not set(self.conventions) <= set(_COSTMODEL_CONVENTIONS):
             raise UsageError(
                 "the cost model fits JSON against code (Patel et al. 2026) and takes "

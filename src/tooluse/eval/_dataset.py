@@ -38,6 +38,7 @@ from typing import Any
 
 from .. import RunResult, Toolbox
 from .._imports import import_target
+from .._written import json_lines
 from ..tools import Tool
 from ._checks import Check, Contains, Number, Predicate, Regex, check_answer
 from ._matching import maximum_matching
@@ -435,13 +436,9 @@ def _path_text(where: Sequence[str | int]) -> list[str]:
 
 def _jsonl_entries(path: Path, text: str) -> list[tuple[Any, Locate]]:
     entries: list[tuple[Any, Locate]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(f"{path}:{number}: not a JSON object: {exc.msg}") from None
+    for number, data in json_lines(text):
+        if isinstance(data, json.JSONDecodeError):
+            raise TaskFileError(f"{path}:{number}: not a JSON object: {data.msg}") from None
         entries.append((data, _at(number)))
     return entries
 

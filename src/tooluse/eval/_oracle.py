@@ -33,6 +33,7 @@ __all__ = [
     "python_literal",
     "signatures",
     "statements_script",
+    "tool_calls_reply",
 ]
 
 MODULE = "tools"
@@ -64,24 +65,28 @@ def _replies(turns: Sequence[OracleTurn], convention: str) -> list[Mapping[str, 
         elif convention == "text":
             replies.extend({"content": python_calls(step)} for step in turn.steps)
         else:
-            for s, step in enumerate(turn.steps):
-                replies.append(
-                    {
-                        "tool_calls": [
-                            {
-                                "id": f"oracle_{t}_{s}_{i}",
-                                "type": "function",
-                                "function": {
-                                    "name": call.tool,
-                                    "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                                },
-                            }
-                            for i, call in enumerate(step)
-                        ]
-                    }
-                )
+            replies.extend(
+                tool_calls_reply(step, f"oracle_{t}_{s}") for s, step in enumerate(turn.steps)
+            )
         replies.append({"content": turn.answer})
     return replies
+
+
+def tool_calls_reply(calls: Sequence[Call], ids: str) -> dict[str, Any]:
+    """A scripted reply making `calls` in the JSON convention, their ids ``IDS_0``, ``IDS_1``…"""
+    return {
+        "tool_calls": [
+            {
+                "id": f"{ids}_{i}",
+                "type": "function",
+                "function": {
+                    "name": call.tool,
+                    "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                },
+            }
+            for i, call in enumerate(calls)
+        ]
+    }
 
 
 def literal_plan(steps: Sequence[Sequence[Call]]) -> str | None:

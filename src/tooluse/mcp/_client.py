@@ -42,7 +42,6 @@ from collections.abc import (
 )
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Self, TypeVar
 
 import httpx2
@@ -56,6 +55,7 @@ from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED
 
+from .._closing import Closing
 from .._exceptions import ToolDefinitionError, UsageError
 from ..tools import Caller, Tool, Toolbox, Trust
 from ._client_errors import MCPCallError, MCPConnectionError, MCPStartError
@@ -564,7 +564,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class MCPClient:
+class MCPClient(Closing):
     """A connection to one MCP server, whose tools become a `Toolbox`.
 
     Build one with `MCPClient.stdio` (a command the client starts and stops) or
@@ -746,23 +746,10 @@ class MCPClient:
     def __enter__(self) -> Self:
         return self.open()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     async def __aenter__(self) -> Self:
         return await self.aopen()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     # -- the tools ----------------------------------------------------------------

@@ -15,7 +15,6 @@ from a call that ran.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import re
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._messages import ToolCall
-from .._syntax import dotted
+from .._syntax import CallSyntaxError, SourceText, Span, parse_span
 from ..decoding import CALL_CLOSE, CALL_OPEN
 
 __all__ = ["ReadCalls", "read_calls"]
@@ -161,28 +160,15 @@ def _add(out: ReadCalls, name: str, arguments: Any) -> None:
 
 
 def _python_calls(text: str, tool_names: Collection[str]) -> list[tuple[str, Any]] | None:
-    """``[f(a=1), g(b="x")]`` (or one call of a known tool) as (name, arguments); else None."""
+    """``[f(a=1), g(b="x")]`` (or one call of a known tool) as (name, arguments); else None.
+
+    Arguments go by name: a call with positional ones is not read as a call.
+    """
     try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError:
+        calls = parse_span(Span(SourceText(text), 0, len(text)), parameters=None)
+    except CallSyntaxError:
         return None
-    nodes = tree.elts if isinstance(tree, ast.List) else [tree]
-    if not nodes:
+    # Outside a list, only one call of a tool the model has reads as a call, not prose.
+    if not text.startswith("[") and (len(calls) != 1 or calls[0][0] not in tool_names):
         return None
-    calls: list[tuple[str, Any]] = []
-    for node in nodes:
-        if not isinstance(node, ast.Call) or node.args:
-            return None
-        name = dotted(node.func)
-        if name is None or (not isinstance(tree, ast.List) and name not in tool_names):
-            return None
-        try:
-            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-        except ValueError:
-            return None
-        try:
-            json.dumps(arguments)
-        except (TypeError, ValueError):  # a set, bytes, a complex number: not JSON data
-            return None
-        calls.append((name, arguments))
-    return calls
+    return calls or None

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._exceptions import ModelResponseError, UsageError
 from .._messages import Message, Usage, parse_openai_message
+from .._written import json_lines
 from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 
 __all__ = ["ScriptedModel"]
@@ -62,13 +63,9 @@ class ScriptedModel(Model):
         """
         messages: list[Mapping[str, Any] | str] = []
         text = Path(path).read_text(encoding="utf-8")
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{number}: not JSON: {exc.msg}") from None
+        for number, item in json_lines(text):
+            if isinstance(item, json.JSONDecodeError):
+                raise UsageError(f"{path}:{number}: not JSON: {item.msg}") from None
             if isinstance(item, dict) and "event" in item:
                 if item["event"] == "model_response":
                     messages.append(item["message"])

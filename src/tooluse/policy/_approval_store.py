@@ -34,8 +34,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
 
+from .._closing import Closing
 from .._exceptions import AlreadyResumedError, ResumeError, UsageError
 from .._written import VERSION, version_of
 
@@ -74,7 +74,7 @@ class Resumed:
         return f"at {when} by process {self.pid} on {self.host}"
 
 
-class ApprovalStore:
+class ApprovalStore(Closing):
     """The pauses resumed so far: in this process's memory, or in a SQLite file processes share.
 
     Args:
@@ -209,12 +209,6 @@ class ApprovalStore:
         with self._lock:
             if self._db is not None:
                 self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ApprovalStore({str(self.path)!r})" if self.path is not None else "ApprovalStore()"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .. import events as ev
+from .._closing import Closing
 from .._eventloop import PrivateLoop
 from .._exceptions import AlreadyResumedError, ModelError, ResumeError, UsageError
 from .._expect import Expect, check_expectations, check_tools
@@ -87,7 +88,7 @@ def _outside_a_loop(method: str, instead: str) -> None:
     raise UsageError(f"{method} was called inside a running event loop; {instead}")
 
 
-class Agent:
+class Agent(Closing):
     """Runs a task: asks the model, executes the calls it makes, until it answers.
 
     Args:
@@ -254,12 +255,6 @@ class Agent:
             self._sandbox = None
         if self._owns_approval_store:
             self.approval_store.close()
-
-    def __enter__(self) -> Agent:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     async def __aenter__(self) -> Agent:
         return self

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._closing import Closing
 from .._exceptions import UsageError
 from .._expect import Expect
 from .._messages import Message
@@ -88,7 +89,7 @@ class ConversationInfo:
     last_message: str | None
 
 
-class ConversationStore:
+class ConversationStore(Closing):
     """Conversations in one SQLite file (``":memory:"`` for none on disk).
 
     Any thread may use a store, and processes may share its file: a turn is
@@ -204,14 +205,8 @@ class ConversationStore:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> ConversationStore:
-        return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class Conversation:
+class Conversation(Closing):
     """Runs of ``agent`` that continue one another, their history kept in ``store``.
 
     Args:
@@ -348,12 +343,6 @@ class Conversation:
         """Close the store if the conversation opened it."""
         if self._owns_store:
             self.store.close()
-
-    def __enter__(self) -> Conversation:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _turn(self) -> _OneTurn:
         return _OneTurn(self._busy)

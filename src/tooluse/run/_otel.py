@@ -26,6 +26,7 @@ import functools
 import json
 import os
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import UsageError
@@ -212,9 +213,7 @@ class OtelSink:
         run = self._run
         if run is None:
             return
-        usage = event.usage
-        run.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
-        run.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
+        _set_usage(run, event.usage)
         run.set_attribute("tooluse.status", status)
         run.set_attribute("tooluse.rounds", event.rounds)
         run.set_attribute("tooluse.calls", event.calls)
@@ -267,11 +266,9 @@ class OtelSink:
         chat = self._chat
         if chat is None:
             return
-        usage = event.usage
-        chat.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
-        chat.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))
-        if usage.get("source"):
-            chat.set_attribute("tooluse.usage.source", str(usage["source"]))
+        _set_usage(chat, event.usage)
+        if event.usage.get("source"):
+            chat.set_attribute("tooluse.usage.source", str(event.usage["source"]))
         if event.finish_reason:
             chat.set_attribute("gen_ai.response.finish_reasons", [event.finish_reason])
         if self.content:
@@ -359,3 +356,9 @@ class OtelSink:
             if self.content:
                 attributes["tooluse.context.arguments"] = _text(record.arguments)
             self._run.add_event(f"tooluse.context.{moves.action}", attributes, timestamp=end)
+
+
+def _set_usage(span: Span, usage: Mapping[str, Any]) -> None:
+    """The token counts of a request (or a whole run) as OpenTelemetry's GenAI attributes."""
+    span.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens", 0)))
+    span.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens", 0)))

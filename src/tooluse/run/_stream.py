@@ -29,6 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from .._closing import Closing
 from .._eventloop import PrivateLoop
 from ..events import (
     ApprovalNeeded,
@@ -202,7 +203,7 @@ def open_stream(run: StreamedRun, core: AsyncGenerator[Event, None]) -> RunStrea
     return RunStream(_events(run, core, ending), ending)
 
 
-class SyncRunStream:
+class SyncRunStream(Closing):
     """`RunStream` for code without an event loop (``for event in stream``).
 
     The run goes on only while the events are asked for, on a private event
@@ -234,12 +235,6 @@ class SyncRunStream:
         result = self._stream.result
         assert result is not None
         return result
-
-    def __enter__(self) -> SyncRunStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _sync_events(stream: RunStream) -> Generator[StreamEvent, None, None]:

@@ -18,33 +18,18 @@ Inside the script, the tool module (``tools`` by default) holds one function per
 for use with ``asyncio.gather``.
 """
 
+from . import _types
 from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
 from ._limits import SandboxLimits
 from ._sandbox import IsolationMode, Sandbox
-from ._types import (
-    DirectCall,
-    DirectHandler,
-    ExecResult,
-    ExecStatus,
-    Handler,
-    LimitName,
-    ProxySpec,
-    ToolReply,
-)
+from ._types import *  # noqa: F403 - the types a handler and a result are made of
 
 __all__ = [
-    "DirectCall",
-    "DirectHandler",
-    "ExecResult",
-    "ExecStatus",
-    "Handler",
     "IsolationMode",
-    "LimitName",
-    "ProxySpec",
     "Sandbox",
     "SandboxError",
     "SandboxLimits",
     "SandboxUnavailable",
     "SandboxWarning",
-    "ToolReply",
 ]
+__all__ += _types.__all__

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._channel import Channel, LoopChannel, Message, ThreadChannel
@@ -675,55 +676,50 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+@dataclass(eq=False)
 class _Pipe:
     """Reads one of the script's output pipes into a capture as data arrives."""
 
-    def __init__(
-        self,
-        fd: int,
-        capture: OutputCapture,
-        on_data: Callable[[OutputCapture, str], None],
-        stream: str,
-        *,
-        listen: Callable[[bytes], None] | None = None,
-    ) -> None:
-        self._fd = fd
-        self._listen = listen
-        self._capture = capture
-        self._on_data = on_data
-        self._stream = stream
-        self._loop = asyncio.get_running_loop()
-        self.eof: asyncio.Future[None] = self._loop.create_future()
-        os.set_blocking(fd, False)
-        self._loop.add_reader(fd, self.read_available)
+    fd: int
+    capture: OutputCapture
+    on_data: Callable[[OutputCapture, str], None]
+    stream: str
+    listen: Callable[[bytes], None] | None = field(default=None, kw_only=True)
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop, init=False)
+    eof: asyncio.Future[None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.eof = self.loop.create_future()
+        os.set_blocking(self.fd, False)
+        self.loop.add_reader(self.fd, self.read_available)
 
     def read_available(self, max_reads: int = 16) -> None:
         # Bounded so that a flooding script cannot hold the event loop in one callback.
         for _ in range(max_reads):
-            if self._fd < 0 or self.eof.done():
+            if self.fd < 0 or self.eof.done():
                 return
             try:
-                data = os.read(self._fd, 1 << 16)
+                data = os.read(self.fd, 1 << 16)
             except BlockingIOError:
                 return
             except OSError:
                 data = b""
             if not data:
-                self._loop.remove_reader(self._fd)
+                self.loop.remove_reader(self.fd)
                 self.eof.set_result(None)
                 return
-            self._capture.feed(data)
-            if self._listen is not None:
-                self._listen(data)
-            self._on_data(self._capture, self._stream)
+            self.capture.feed(data)
+            if self.listen is not None:
+                self.listen(data)
+            self.on_data(self.capture, self.stream)
 
     def text(self) -> str:
-        return self._capture.text()
+        return self.capture.text()
 
     def close(self) -> None:
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+        if self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = -1
         if not self.eof.done():
             self.eof.cancel()

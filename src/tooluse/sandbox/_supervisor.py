@@ -40,33 +40,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
+    from . import _worker
     from ._tree import supervise
     from ._wire import close_all, recv_frame, send_frame
-    from ._worker import (
-        PR_SET_DUMPABLE,
-        PR_SET_PDEATHSIG,
-        check,
-        libc,
-        prctl,
-        private_namespaces,
-        read_all,
-        worker_main,
-    )
 else:
     # Run as a script, and -I leaves the script's own directory off sys.path.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _worker
     from _tree import supervise
     from _wire import close_all, recv_frame, send_frame
-    from _worker import (
-        PR_SET_DUMPABLE,
-        PR_SET_PDEATHSIG,
-        check,
-        libc,
-        prctl,
-        private_namespaces,
-        read_all,
-        worker_main,
-    )
 
     del sys.path[0]
 
@@ -140,7 +122,7 @@ class Server:
     def serve(self) -> None:
         if not self.use_pidns:
             # Orphans of a monitor killed outright come here, for _shutdown to sweep.
-            prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            _worker.prctl(_PR_SET_CHILD_SUBREAPER, 1)
         self.selector.register(self.ctl, selectors.EVENT_READ, None)
         self._fill_pool()
         send_frame(self.ctl, {"t": "ready", "pid": self.pid, "pidns": self.use_pidns})
@@ -309,12 +291,12 @@ def _monitor_main(
     server_pid: int,
     use_pidns: bool,
 ) -> NoReturn:
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _worker.prctl(_worker.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server_pid:
         os._exit(0)
     pidns = False
     if use_pidns:
-        pidns = libc.unshare(_CLONE_NEWPID) == 0
+        pidns = _worker.libc.unshare(_CLONE_NEWPID) == 0
         if not pidns:
             # A script without a namespace of its own would see the server and the
             # other scripts: no worker at all rather than that one.
@@ -323,7 +305,7 @@ def _monitor_main(
     if not pidns:
         # Without a pid namespace, orphans of the script get reparented here so the sweep
         # below can find them.
-        prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        _worker.prctl(_PR_SET_CHILD_SUBREAPER, 1)
         # Nor mounts of its own: the script works in a fresh directory of the host's
         # scratch, removed when it ends (isolation="none" keeps nothing private).
         scratch = tempfile.mkdtemp(prefix="script-", dir=config["scratch"])
@@ -351,7 +333,7 @@ def _monitor_main(
         try:
             signal.signal(signal.SIGUSR1, signal.SIG_DFL)
             _keep_only([worker_end.fileno(), held_end.fileno()])
-            worker_main(worker_end, held_end, config, me)
+            _worker.worker_main(worker_end, held_end, config, me)
         finally:
             os._exit(70)
     worker_end.close()
@@ -445,7 +427,7 @@ def _children_of(parent: int) -> list[int]:
 def main(argv: list[str]) -> int:
     # No process of the sandbox's uid (a script that found a way to name this one) may
     # open this process's memory; forks inherit it (the worker sets it again).
-    prctl(PR_SET_DUMPABLE, 0)
+    _worker.prctl(_worker.PR_SET_DUMPABLE, 0)
     ctl = socket.socket(fileno=int(argv[1]))
     ctl.setblocking(True)
     frame = recv_frame(ctl)
@@ -472,11 +454,11 @@ def _check_namespaces(config: dict[str, Any]) -> str | None:
     if pid == 0:
         os.close(read)
         try:
-            check(libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+            _worker.check(_worker.libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
             child = os.fork()
             if child == 0:
                 try:
-                    private_namespaces(config)
+                    _worker.private_namespaces(config)
                 except BaseException as exc:
                     os.write(write, str(exc).encode()[:1000])
                     os._exit(1)
@@ -486,7 +468,7 @@ def _check_namespaces(config: dict[str, Any]) -> str | None:
             os.write(write, str(exc).encode()[:1000])
         os._exit(0)
     os.close(write)
-    problem = read_all(read).decode(errors="replace")
+    problem = _worker.read_all(read).decode(errors="replace")
     os.close(read)
     os.waitpid(pid, 0)
     return problem or None

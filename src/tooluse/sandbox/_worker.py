@@ -35,11 +35,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     from ._wire import close_all, json_encoder, recv_frame, send_frame
 else:
-    # Imported by _supervisor.py, run as a script: -I leaves this directory off sys.path.
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # Imported by _supervisor.py, run as a script, while it has this directory on sys.path.
     from _wire import close_all, json_encoder, recv_frame, send_frame
-
-    del sys.path[0]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

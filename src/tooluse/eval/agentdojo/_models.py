@@ -29,7 +29,7 @@ from ..._messages import Message, ToolCall
 from ...models import ModelRequest, ModelResponse, ScriptedModel
 from ...policy._scope import SCOPE_TOOL
 from ...tools import Toolbox
-from .._oracle import call_expression, signatures
+from .._oracle import call_expression, signatures, tool_calls_reply
 from .._task import Call
 
 __all__ = ["GroundTruthModel", "Instruction", "code_script"]
@@ -134,19 +134,7 @@ class GroundTruthModel(ScriptedModel):
         if self.convention == "code":
             tools = self.tools or Toolbox()
             return {"content": f"```python\n{code_script(batch, tools)}```"}
-        return {
-            "tool_calls": [
-                {
-                    "id": f"gt_{index}_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": call.tool,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                    },
-                }
-                for i, call in enumerate(batch)
-            ]
-        }
+        return tool_calls_reply(batch, f"gt_{index}")
 
 
 def _offered(request: ModelRequest) -> set[str]:

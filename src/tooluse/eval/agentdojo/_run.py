@@ -31,6 +31,7 @@ from ... import Agent, ProvenancePolicy, RunResult, UsageError
 from ...models import Model, resolve_model
 from ...sandbox import Sandbox
 from ...tools import Toolbox
+from .._config import check_choices
 from .._row import read_results
 from .._task import Call
 from ._models import GroundTruthModel, Instruction
@@ -85,19 +86,10 @@ class AgentDojoConfig:
     traces: bool = False
 
     def __post_init__(self) -> None:
-        unknown = [c for c in self.conventions if c not in CONVENTIONS]
-        if unknown or not self.conventions:
-            raise UsageError(
-                f"unknown conventions {', '.join(unknown) or '(none)'}; "
-                f"AgentDojo runs in {', '.join(CONVENTIONS)}, comma-separated"
-            )
+        check_choices("conventions", self.conventions, CONVENTIONS, hint="AgentDojo runs in")
         if self.defense not in DEFENSES:
             raise UsageError(f"unknown defense {self.defense!r}; use {' or '.join(DEFENSES)}")
-        bad = [s for s in self.suites if s not in SUITE_NAMES]
-        if bad or not self.suites:
-            raise UsageError(
-                f"unknown suites {', '.join(bad) or '(none)'}; use some of {', '.join(SUITE_NAMES)}"
-            )
+        check_choices("suites", self.suites, SUITE_NAMES)
         if self.limit is not None and self.limit < 1:
             raise UsageError("--limit must be at least 1")
         if self.max_rounds < 1:

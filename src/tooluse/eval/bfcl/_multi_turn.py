@@ -15,7 +15,6 @@ make no call.
 
 from __future__ import annotations
 
-import ast
 import copy
 import importlib
 import inspect
@@ -28,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import RunResult, Tool, Toolbox
+from ..._syntax import CallSyntaxError, parse_python_calls
 from .._metrics import call_metrics
 from .._oracle import statements_script
 from .._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
-from ._single_turn import BrokenTask, bfcl_parameters, data_dir, read_jsonl
+from ._single_turn import BrokenTask, bfcl_parameters, data_dir, read_jsonl, read_lines
 
 __all__ = ["MULTI_TURN_CATEGORIES", "BfclMultiTurnTask", "multi_turn_tasks"]
 
@@ -111,18 +111,7 @@ def _load_docs(directory: Path, classes: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _read_docs(path: Path) -> list[tuple[int, dict[str, Any] | BenchDataError]]:
-    out: list[tuple[int, dict[str, Any] | BenchDataError]] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BenchDataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                out.append((number, BenchDataError(f"{path.name}:{number}: not JSON ({exc.msg})")))
-    return out
+    return list(read_lines(path))
 
 
 def parse_call(text: str, methods: Mapping[str, Callable[..., Any]]) -> Call:
@@ -130,22 +119,15 @@ def parse_call(text: str, methods: Mapping[str, Callable[..., Any]]) -> Call:
 
     Positional arguments are named from the backend method's signature.
     """
-    node = ast.parse(text.strip(), mode="eval").body
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+    parameters = {name: list(inspect.signature(m).parameters) for name, m in methods.items()}
+    try:
+        calls = parse_python_calls(text.strip(), parameters=parameters)
+    except CallSyntaxError as exc:
+        raise BenchDataError(f"not a call to a backend method: {text!r} ({exc})") from None
+    if len(calls) != 1 or "." in calls[0][0]:
         raise BenchDataError(f"not a function call: {text!r}")
-    name = node.func.id
-    arguments: dict[str, Any] = {}
-    if node.args:
-        method = methods.get(name)
-        if method is None:
-            raise BenchDataError(f"{text!r} calls {name!r}, which no backend has")
-        names = list(inspect.signature(method).parameters)
-        for position, arg in enumerate(node.args):
-            arguments[names[position]] = _json_value(ast.literal_eval(arg))
-    for keyword in node.keywords:
-        if keyword.arg is not None:
-            arguments[keyword.arg] = _json_value(ast.literal_eval(keyword.value))
-    return Call(name, arguments)
+    name, arguments = calls[0]
+    return Call(name, {k: _json_value(v) for k, v in arguments.items()})
 
 
 def _json_value(value: Any) -> Any:
@@ -301,35 +283,32 @@ def multi_turn_tasks(
 ) -> list[Task]:
     """Tasks for the given multi-turn categories (``limit``: the first N of each)."""
     where = directory or data_dir()
+    return [task for category in categories for task in _category(category, where, limit)]
+
+
+def _category(category: str, where: Path, limit: int | None) -> list[Task]:
+    """One category's tasks: a broken entry (or answer) stands as a `BrokenTask`."""
+    name = f"{_VERSION}_{category}.json"
     tasks: list[Task] = []
-    for category in categories:
-        name = f"{_VERSION}_{category}.json"
-        try:
-            answers: dict[str, Any] = {}
-            for number, item in read_jsonl(where / "possible_answer" / name):
-                if isinstance(item, BenchDataError):
-                    tasks.append(
-                        BrokenTask("bfcl", f"{category}:answer-line-{number}", category, item)
-                    )
-                    continue
-                answers[str(item["id"])] = item.get("ground_truth")
-            rows = list(read_jsonl(where / name))
-        except BenchDataError as exc:
-            tasks.append(BrokenTask("bfcl", f"{category}:file", category, exc))
-            continue
-        count = 0
-        for number, item in rows:
-            if limit is not None and count >= limit:
-                break
-            count += 1
+    try:
+        answers: dict[str, Any] = {}
+        for number, item in read_jsonl(where / "possible_answer" / name):
             if isinstance(item, BenchDataError):
-                tasks.append(BrokenTask("bfcl", f"{category}:line-{number}", category, item))
+                tasks.append(BrokenTask("bfcl", f"{category}:answer-line-{number}", category, item))
                 continue
-            entry_id = str(item["id"])
-            answer = answers.get(entry_id)
-            if not isinstance(answer, list) or len(answer) != len(item.get("question", [])):
-                error = BenchDataError(f"{entry_id}: no ground truth with one list per turn")
-                tasks.append(BrokenTask("bfcl", entry_id, category, error))
-                continue
-            tasks.append(BfclMultiTurnTask(item, answer, where))
+            answers[str(item["id"])] = item.get("ground_truth")
+        rows = list(read_jsonl(where / name))
+    except BenchDataError as exc:
+        return [*tasks, BrokenTask("bfcl", f"{category}:file", category, exc)]
+    for number, item in rows[:limit]:
+        if isinstance(item, BenchDataError):
+            tasks.append(BrokenTask("bfcl", f"{category}:line-{number}", category, item))
+            continue
+        entry_id = str(item["id"])
+        answer = answers.get(entry_id)
+        if not isinstance(answer, list) or len(answer) != len(item.get("question", [])):
+            error = BenchDataError(f"{entry_id}: no ground truth with one list per turn")
+            tasks.append(BrokenTask("bfcl", entry_id, category, error))
+            continue
+        tasks.append(BfclMultiTurnTask(item, answer, where))
     return tasks

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import Message, RunResult, Tool, Toolbox
+from ..._written import json_lines
 from .._metrics import call_metrics
 from .._oracle import statements_script
 from .._task import BenchDataError, Call, OracleTurn, Score, Setup, Task, Turn
@@ -41,6 +42,7 @@ __all__ = [
     "paper_subset",
     "proportional_counts",
     "read_jsonl",
+    "read_lines",
 ]
 
 AST_CATEGORIES = (
@@ -58,16 +60,7 @@ AST_CATEGORIES = (
 NO_CALL_CATEGORIES = ("irrelevance", "live_irrelevance")
 SINGLE_TURN_CATEGORIES = (*AST_CATEGORIES, *NO_CALL_CATEGORIES, "live_relevance")
 
-PAPER_CATEGORIES = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-)
+PAPER_CATEGORIES = tuple(c for c in AST_CATEGORIES if c not in {"simple_java", "simple_javascript"})
 """The eight Python AST categories the 309-entry subset is drawn from."""
 PAPER_SUBSET_SIZE = 309
 
@@ -87,22 +80,27 @@ def data_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
+def read_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value or the reason the line is not JSON) for each non-empty line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BenchDataError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    for number, item in json_lines(text):
+        if isinstance(item, json.JSONDecodeError):
+            yield number, BenchDataError(f"{path.name}:{number}: not JSON ({item.msg})")
+        else:
+            yield number, item
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | BenchDataError]]:
     """(line number, object or the reason the line is unusable) for each non-empty line.
 
     BFCL names its JSON Lines files ``.json``.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BenchDataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, BenchDataError(f"{path.name}:{number}: not JSON ({exc.msg})")
+    for number, item in read_lines(path):
+        if isinstance(item, BenchDataError):
+            yield number, item
             continue
         if not isinstance(item, dict) or "id" not in item:
             yield number, BenchDataError(f"{path.name}:{number}: not an entry with an id")
