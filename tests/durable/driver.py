@@ -1,0 +1,154 @@
+"""A durable agent in a process of its own, for the kill tests: ``python driver.py CONFIG``.
+
+CONFIG is a JSON file: the database URL, the run id, the convention, the work folder,
+and ``block``: the point at which to stop and wait to be killed (a tool, or the model,
+says so by a line on stdout, then blocks reading a fifo nobody writes). Every tool
+execution appends its name to ``executions`` in the work folder, so a test counts what
+ran. The model is a `ScriptedModel` answering from the conversation, so a recovered
+run, which replays the recorded replies, is asked the same question at the same place.
+The run's result goes to stdout as its last line, as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tooluse import Agent, Approval, ApprovalRequest, tool
+from tooluse._messages import Message
+from tooluse.models import ScriptedModel
+
+config: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
+work = Path(config["work"])
+block: str | None = config.get("block")
+
+
+def at(point: str) -> None:
+    """Tell the test that the run is at ``point``; if it is the one asked for, wait there."""
+    if point != block:
+        return
+    print(f"AT {point}", flush=True)
+    fifo = work / "fifo"
+    with fifo.open():  # nobody opens it for writing: blocks until the process is killed
+        pass
+
+
+def executed(name: str) -> None:
+    with (work / "executions").open("a") as f:
+        f.write(name + "\n")
+
+
+@tool(effects="read")
+def lookup(key: str) -> int:
+    """Look a number up.
+
+    Args:
+        key: what to look up
+    """
+    executed(f"lookup:{key}")
+    at(f"lookup:{key}")
+    return len(key) * 10
+
+
+@tool(effects="write")
+def send(to: str, amount: int) -> str:
+    """Send money.
+
+    Args:
+        to: who receives it
+        amount: how much
+    """
+    at(f"send:{to}")
+    executed(f"send:{to}")
+    at(f"send-after:{to}")
+    return f"sent {amount} to {to}"
+
+
+KEYS = ["a", "bb", "ccc"]
+
+
+def json_reply(messages: Sequence[Message]) -> dict[str, Any] | str:
+    done = sum(1 for m in messages if m.role == "tool")
+    at(f"model:{done}")
+    if done < len(KEYS):
+        key = KEYS[done]
+        args = json.dumps({"key": key})
+        return {
+            "tool_calls": [
+                {
+                    "id": f"c{done}",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": args},
+                }
+            ]
+        }
+    if done == len(KEYS):
+        args = json.dumps({"to": "bob", "amount": 60})
+        return {
+            "tool_calls": [
+                {"id": "c9", "type": "function", "function": {"name": "send", "arguments": args}}
+            ]
+        }
+    return {"content": f"done after {done} calls"}
+
+
+SCRIPT = """```python
+total = 0
+for key in ["a", "bb", "ccc"]:
+    total += tools.lookup(key=key)
+print(tools.send(to="bob", amount=total))
+print("total", total)
+```"""
+
+
+def code_reply(messages: Sequence[Message]) -> dict[str, Any] | str:
+    asked = sum(1 for m in messages if m.role == "assistant")
+    at(f"model:{asked}")
+    if asked == 0:
+        return {"content": SCRIPT}
+    return {"content": "done: " + (messages[-1].content or "").strip().replace("\n", " | ")}
+
+
+def approval(request: ApprovalRequest) -> Approval:
+    if config.get("ask") and request.tool == "send" and not request.in_doubt:
+        print(f"WAITING {request.call_id}", flush=True)
+        return Approval.defer("a person decides")
+    if request.in_doubt:
+        print(f"IN_DOUBT {request.call_id}", flush=True)
+        decided = config.get("in_doubt")
+        if decided is None:
+            return Approval.defer(request.reason)
+        return Approval.allow() if decided else Approval.deny("not sent twice")
+    return Approval.allow()
+
+
+convention = config["convention"]
+model = ScriptedModel(json_reply if convention == "json" else code_reply)
+agent = Agent(
+    model,
+    [lookup, send],
+    convention=convention,
+    durable=config["url"],
+    approval=approval if config.get("policy", True) else None,
+    isolation="none",
+    max_rounds=12,
+)
+with agent:
+    result = agent.run("pay bob what the keys add up to", run_id=config["run_id"])
+    print(
+        json.dumps(
+            {
+                "status": result.status,
+                "answer": result.answer,
+                "error": result.error,
+                "calls": [[c.name, c.arguments, c.error] for c in result.calls],
+                "rejected": [[r.name, r.error] for r in result.rejected],
+            }
+        ),
+        flush=True,
+    )
+os._exit(0)  # DBOS's threads are not waited for
