@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,8 @@ from tooluse import Agent, Approval, ApprovalRequest, tool
 from tooluse._messages import Message
 from tooluse.models import ScriptedModel
 
+# A driver the test lost track of ends itself rather than outlive the test.
+signal.alarm(240)
 config: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
 work = Path(config["work"])
 block: str | None = config.get("block")
@@ -113,6 +116,28 @@ def code_reply(messages: Sequence[Message]) -> dict[str, Any] | str:
     return {"content": "done: " + (messages[-1].content or "").strip().replace("\n", " | ")}
 
 
+PLAN = """```plan
+values = [lookup(key=k) for k in ["a", "bb", "ccc"]]
+total = sum(values)
+receipt = send(to="bob", amount=total)
+```"""
+
+
+def plan_reply(messages: Sequence[Message]) -> dict[str, Any] | str:
+    asked = sum(1 for m in messages if m.role == "assistant")
+    at(f"model:{asked}")
+    if asked == 0:
+        return {"content": PLAN}
+    return {"content": "done: " + (messages[-1].content or "").strip().splitlines()[-1]}
+
+
+def told(event: dict[str, Any]) -> None:
+    # A durable run tells of a call waiting for a decision once the database has it.
+    if event.get("event") == "approval_needed":
+        for request in event["pending"]:
+            print(f"PENDING {request['call_id']} {request['in_doubt']}", flush=True)
+
+
 def approval(request: ApprovalRequest) -> Approval:
     if config.get("ask") and request.tool == "send" and not request.in_doubt:
         print(f"WAITING {request.call_id}", flush=True)
@@ -127,7 +152,8 @@ def approval(request: ApprovalRequest) -> Approval:
 
 
 convention = config["convention"]
-model = ScriptedModel(json_reply if convention == "json" else code_reply)
+replies = {"json": json_reply, "code": code_reply, "plan": plan_reply}
+model = ScriptedModel(replies[convention])
 agent = Agent(
     model,
     [lookup, send],
@@ -135,6 +161,7 @@ agent = Agent(
     durable=config["url"],
     approval=approval if config.get("policy", True) else None,
     isolation="none",
+    on_event=told,
     max_rounds=12,
 )
 with agent:

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, TypeVar
 
 from dbos import DBOS, SetWorkflowID
 
+from .. import events as ev
 from .._exceptions import DurableStoreError, RunDivergedError, RunVersionError, UsageError
 from .._messages import Message
 from .._records import CallRecord, call_key
@@ -119,6 +120,8 @@ class Recorder:
         self._context = contextvars.copy_context()
         self._lock = asyncio.Lock()
         self._pending: dict[str, dict[str, Any]] = {}
+        #: Where the run's events go (set by the agent): a wait for a decision is told.
+        self.emit: Callable[[ev.Event], None] | None = None
 
     async def one_at_a_time(self, work: Callable[[], Awaitable[_T]]) -> _T:
         async def alone() -> _T:
@@ -170,6 +173,8 @@ class Recorder:
         """Publish the request as pending, and wait in the workflow for its decision."""
         self._pending[request.call_id] = {**request.to_dict(), "run": self.run_id}
         await DBOS.set_event_async(PENDING_EVENT, dict(self._pending))
+        if self.emit is not None:
+            self.emit(ev.ApprovalNeeded((request,)))
         message: Any = None
         while not _fits(message, request):
             message = await DBOS.recv_async(topic_of(request.call_id), timeout_seconds=_WAIT)

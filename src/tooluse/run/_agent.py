@@ -629,6 +629,8 @@ class Agent:
             paused=paused,
         )
         run.durable = durable
+        if durable is not None:
+            durable.emit = run.emit
         run.state.context = window
         if searching is not None:
             run.searching = searching
