@@ -152,11 +152,19 @@ def approval(request: ApprovalRequest) -> Approval:
 
 
 convention = config["convention"]
+
+
+@tool(effects="read")
+def clock() -> str:
+    """The time."""
+    return "noon"
+
+
 replies = {"json": json_reply, "code": code_reply, "plan": plan_reply}
 model = ScriptedModel(replies[convention])
 agent = Agent(
     model,
-    [lookup, send],
+    [lookup, send, clock] if config.get("changed_tools") else [lookup, send],
     convention=convention,
     durable=config["url"],
     approval=approval if config.get("policy", True) else None,
