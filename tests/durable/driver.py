@@ -21,6 +21,7 @@ from typing import Any
 
 from tooluse import Agent, Approval, ApprovalRequest, tool
 from tooluse._messages import Message
+from tooluse.durable import Durable, recover
 from tooluse.models import ScriptedModel
 
 # A driver the test lost track of ends itself rather than outlive the test.
@@ -166,14 +167,21 @@ agent = Agent(
     model,
     [lookup, send, clock] if config.get("changed_tools") else [lookup, send],
     convention=convention,
-    durable=config["url"],
+    durable=Durable(config["url"], worker=config.get("worker", "local")),
     approval=approval if config.get("policy", True) else None,
     isolation="none",
     on_event=told,
     max_rounds=12,
 )
+TASK = "pay bob what the keys add up to"
 with agent:
-    result = agent.run("pay bob what the keys add up to", run_id=config["run_id"])
+    if config.get("before"):
+        # A run of this worker's own, to the end, before it takes over another's.
+        print("BEFORE " + agent.run(TASK, run_id=config["before"]).answer, flush=True)
+    if config.get("recover"):
+        print("RECOVERED " + " ".join(recover(config["recover"])), flush=True)
+    # A run id that names a pending run (recovered here or not) waits for it to end.
+    result = agent.run(TASK, run_id=config["run_id"])
     print(
         json.dumps(
             {
