@@ -136,7 +136,7 @@ def told(event: dict[str, Any]) -> None:
     # A durable run tells of a call waiting for a decision once the database has it.
     if event.get("event") == "approval_needed":
         for request in event["pending"]:
-            print(f"PENDING {request['call_id']} {request['in_doubt']}", flush=True)
+            print(f"PENDING {request['call_id']} {request.get('in_doubt', False)}", flush=True)
 
 
 def approval(request: ApprovalRequest) -> Approval:

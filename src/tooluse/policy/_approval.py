@@ -176,7 +176,8 @@ class ApprovalRequest:
         It has no version of its own: a request is written inside a result or a
         trace event, whose version covers it.
         """
-        return write(self, exclude={"run"})
+        # ``in_doubt`` is written only when set: a request of a plain run reads as it did.
+        return write(self, exclude={"run"} if self.in_doubt else {"run", "in_doubt"})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
