@@ -4,6 +4,7 @@ and one clear error for each bad input, with nothing recorded lost."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -141,3 +142,24 @@ def test_a_postgres_that_is_down_is_one_error() -> None:
     assert proc.returncode == 0, proc.stderr
     shown = f"postgresql://tooluse:***@127.0.0.1:{port}/runs"
     assert proc.stdout.startswith(f"the database of durable runs at {shown} cannot be used: ")
+
+
+def test_a_database_of_a_newer_schema_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    Child(tmp_path, "run", url=url(tmp_path), run_id="r", convention="json").result()
+    with sqlite3.connect(tmp_path / "runs.sqlite") as db:
+        db.execute("UPDATE dbos_migrations SET version = version + 100")
+    with pytest.raises(DurableStoreError, match="written by a newer release of DBOS"):
+        list_runs(url(tmp_path))
+    proc = python(
+        "from tooluse import Agent\nfrom tooluse.durable import DurableStoreError\n"
+        "from tooluse.models import ScriptedModel\n"
+        "try:\n"
+        f"    Agent(ScriptedModel(['hi']), durable={url(tmp_path)!r})\n"
+        "except DurableStoreError as exc:\n"
+        "    print(exc)\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "written by a newer release of DBOS" in proc.stdout
+    with sqlite3.connect(tmp_path / "runs.sqlite") as db:
+        [(status,)] = db.execute("SELECT status FROM workflow_status WHERE workflow_uuid = 'r'")
+    assert status == "SUCCESS"  # nothing recorded was touched

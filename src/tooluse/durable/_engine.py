@@ -30,6 +30,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from dbos import DBOS, SetWorkflowID
@@ -246,6 +247,7 @@ class Engine:
             # A Postgres that is down is said within seconds, not after a minute of retries.
             "db_engine_kwargs": _engine_kwargs(self.durable.url),
         }
+        check_schema(self.durable.url)
         try:
             DBOS(config=config)
             DBOS.launch()
@@ -283,6 +285,35 @@ class Engine:
         """Take over the pending runs of ``workers`` (of this engine's version); their ids."""
         handles = DBOS._recover_pending_workflows(list(workers))
         return [h.get_workflow_id() for h in handles]
+
+
+def check_schema(url: str) -> None:
+    """Refuse a database a newer DBOS wrote: this one would read it wrongly, or change it.
+
+    A database that does not exist yet, or cannot be reached, passes: creating it, or
+    saying why it cannot be reached, is the launch's to do.
+    """
+    import sqlalchemy
+    from dbos._migration import get_migration_versions, get_sqlite_migration_versions
+
+    engine = sqlalchemy.create_engine(_sqlalchemy_url(url), **_engine_kwargs(url))
+    try:
+        if url.startswith("sqlite:///"):
+            if not Path(url[len("sqlite:///") :]).is_file():
+                return
+            current, latest = get_sqlite_migration_versions(engine)
+        else:
+            current, latest = get_migration_versions(engine, "dbos", True)
+    except sqlalchemy.exc.SQLAlchemyError:
+        return
+    finally:
+        engine.dispose()
+    if current > latest:
+        raise DurableStoreError(
+            f"the database of durable runs at {_shown(url)} was written by a newer release "
+            f"of DBOS (its schema is at version {current}, this one reads up to {latest}): "
+            "upgrade dbos; the database is left as it is"
+        )
 
 
 def _sqlalchemy_url(url: str) -> str:

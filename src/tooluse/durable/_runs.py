@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import DurableStoreError, NotPendingError, UnknownRunError, UsageError
@@ -61,14 +62,12 @@ def _client(url: str | None) -> Iterator[DBOSClient]:
     require_dbos("tooluse runs")
     from dbos import DBOSClient
 
-    from ._engine import _engine_kwargs, _first_line, _shown, _sqlalchemy_url
+    from ._engine import _engine_kwargs, _first_line, _shown, _sqlalchemy_url, check_schema
 
     url = _url(url)
-    if url.startswith("sqlite:///"):
-        from pathlib import Path
-
-        if not Path(url[len("sqlite:///") :]).is_file():
-            raise DurableStoreError(f"no database of durable runs at {url}")
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).is_file():
+        raise DurableStoreError(f"no database of durable runs at {url}")
+    check_schema(url)
     try:
         import sqlalchemy
 
