@@ -203,3 +203,11 @@ def test_a_durable_agent_without_the_extra_names_it_and_a_plain_one_runs() -> No
         "Agent(durable=...) needs the durable extra (dbos is missing): "
         "pip install 'tooluse[durable]'",
     ]
+
+
+def test_tooluse_runs_without_the_durable_extra_is_one_line() -> None:
+    proc = tooluse("runs", "list", blocked=("dbos",))
+    assert one_error_line(proc) == (
+        "error: tooluse runs needs the durable extra (dbos is missing): "
+        "pip install 'tooluse[durable]'"
+    )

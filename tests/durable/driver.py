@@ -180,6 +180,13 @@ with agent:
         print("BEFORE " + agent.run(TASK, run_id=config["before"]).answer, flush=True)
     if config.get("recover"):
         print("RECOVERED " + " ".join(recover(config["recover"])), flush=True)
+    if config.get("only_wait"):
+        # Asks nothing to run: the run ends only if the agent's start recovered it.
+        from dbos import DBOS
+
+        data = DBOS.retrieve_workflow(config["run_id"]).get_result()
+        print(json.dumps({"answer": data["answer"], "status": data["status"]}), flush=True)
+        os._exit(0)
     # A run id that names a pending run (recovered here or not) waits for it to end.
     result = agent.run(TASK, run_id=config["run_id"])
     print(

@@ -163,3 +163,16 @@ def test_a_database_of_a_newer_schema_is_refused_and_left_as_it_is(tmp_path: Pat
     with sqlite3.connect(tmp_path / "runs.sqlite") as db:
         [(status,)] = db.execute("SELECT status FROM workflow_status WHERE workflow_uuid = 'r'")
     assert status == "SUCCESS"  # nothing recorded was touched
+
+
+def test_the_agent_s_start_recovers_its_worker_s_pending_runs(tmp_path: Path) -> None:
+    first = Child(tmp_path, "first", url=url(tmp_path), run_id="r", convention="json",
+                  block="lookup:ccc")  # fmt: skip
+    first.until("AT ")
+    first.kill()
+    # This process only makes the agent and waits: the run goes on because DBOS's launch
+    # recovered it.
+    again = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention="json",
+                  only_wait=True)  # fmt: skip
+    assert again.result() == {"answer": "done after 4 calls", "status": "completed"}
+    assert Counter(executions(tmp_path)) == {**EACH_ONCE, "lookup:ccc": 2}
