@@ -143,6 +143,9 @@ def approval(request: ApprovalRequest) -> Approval:
     if config.get("ask") and request.tool == "send" and not request.in_doubt:
         print(f"WAITING {request.call_id}", flush=True)
         return Approval.defer("a person decides")
+    if config.get("edit") and request.tool == "send":
+        # Another decision than the recorded run's: the call it lets run is another call.
+        return Approval.allow({"to": "bob", "amount": 61})
     if request.in_doubt:
         print(f"IN_DOUBT {request.call_id}", flush=True)
         decided = config.get("in_doubt")

@@ -176,3 +176,20 @@ def test_the_agent_s_start_recovers_its_worker_s_pending_runs(tmp_path: Path) ->
                   only_wait=True)  # fmt: skip
     assert again.result() == {"answer": "done after 4 calls", "status": "completed"}
     assert Counter(executions(tmp_path)) == {**EACH_ONCE, "lookup:ccc": 2}
+
+
+def test_a_recovered_run_that_asks_for_another_call_is_stopped_not_answered(
+    tmp_path: Path,
+) -> None:
+    first = Child(tmp_path, "first", url=url(tmp_path), run_id="r", convention="json",
+                  block="model:4")  # fmt: skip
+    first.until("AT ")
+    first.kill()
+    assert Counter(executions(tmp_path)) == EACH_ONCE
+    # The policy now edits the recorded send(amount=60) into send(amount=61): the record
+    # at that place holds another call, so the run stops there instead of answering it.
+    again = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention="json",
+                  edit=True).result()  # fmt: skip
+    assert again["status"] == "error"
+    assert again["error"].startswith("RunDivergedError: run 'r' recorded another call")
+    assert Counter(executions(tmp_path)) == EACH_ONCE

@@ -232,7 +232,11 @@ class Engine:
                 return current
             cls._bodies[version] = body
             engine = Engine(durable, version)
-            engine._launch()
+            try:
+                engine._launch()
+            except BaseException:
+                del cls._bodies[version]
+                raise
             cls._current = engine
             cls._users = 1
             return engine
