@@ -28,7 +28,7 @@ test: setup lint typecheck pytest
 # browser, starts Ray, or builds and benchmarks at length (markers set in
 # tests/conftest.py), on every core: a few minutes on 2 cores.
 test-fast: setup
-	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or slow)"
+	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or postgres or slow)"
 
 lint:
 	$(BIN)/ruff check src tests bench examples scripts
@@ -45,8 +45,8 @@ fmt:
 # decode with a model, drive npm's servers or a browser, start Ray or are slow (two
 # Ray clusters or model decodes at once would compete for ports, memory and cores).
 pytest:
-	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or slow)"
-	$(BIN)/pytest -q -m "model or npm or browser or ray or slow"
+	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or postgres or slow)"
+	$(BIN)/pytest -q -m "model or npm or browser or ray or postgres or slow"
 
 # The CLI reference is generated from the CLI's own help; the site (docs/, the
 # API reference from the docstrings) is built into site/, every warning an error.

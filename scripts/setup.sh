@@ -19,7 +19,7 @@ PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
 SCOPE="${1:-all}"
 case $SCOPE in
-all) EXTRAS="dev,local,eval,mcp,agentdojo,ray,otel,view,docs" ;;
+all) EXTRAS="dev,local,eval,mcp,agentdojo,ray,otel,view,docs,durable" ;;
 demo) EXTRAS="local" ;;
 *)
     echo "usage: scripts/setup.sh [demo]" >&2
@@ -36,6 +36,8 @@ if [[ $SCOPE == all ]]; then
     command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
     # The viewer's browser tests drive headless Chromium through its WebDriver.
     command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium chromium-driver)
+    # The durable tests start a Postgres of their own (initdb and pg_ctl, as postgres).
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need_apt+=(postgresql)
 fi
 install_system_packages() {
     apt-get update -qq

@@ -54,6 +54,9 @@ SLOW = {
     # Ten thousand tool calls from one sandboxed script, under a 2 s CPU limit that
     # other work on the same cores (another test worker) can push it past.
     "sandbox/test_sandbox_tools.py::test_ten_thousand_calls_without_a_cap",
+    # The kill matrix: each test starts two or three processes that launch DBOS on SQLite,
+    # and kills one with SIGKILL (durable/test_durable.py stays fast).
+    "durable/test_kill.py",
     # Writes a 100 MB trace and has the viewer serve it.
     "observe/test_view_scale.py::test_a_huge_live_trace_costs_a_page_of_memory_and_an_append_costs_its_bytes",
 }

@@ -39,6 +39,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"conventions", "policy", "search"}),
     # The only place a tool runs, and the typed events that tell what a run did.
     frozenset({"dispatch", "events"}),
+    # Runs recorded as DBOS workflows: the dispatcher's calls and the model's replies as steps.
+    frozenset({"durable"}),
     # The agent, its loop, streams, traces and results.
     frozenset({"run"}),
     # The MCP bridge and the public face of the package.

@@ -45,6 +45,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "lint_counts.py",
         "ray_sweep.py",
         "toolsearch.py",
+        "durable.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:

@@ -170,3 +170,44 @@ def test_an_agent_runs_and_its_trace_is_viewed_without_numpy_or_matplotlib(
     listed = tooluse("models", "list", blocked=EVAL)
     assert listed.returncode == 0, listed.stderr
     assert "smollm2-135m" in listed.stdout
+
+
+# --- durable runs are an extra -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["tooluse", "tooluse.durable", "tooluse.cli"])
+def test_importing_loads_no_dbos(module: str) -> None:
+    proc = python(
+        f"import json, {module}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.partition('.')[0] in "
+        "('dbos', 'sqlalchemy', 'psycopg'))))"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_a_durable_agent_without_the_extra_names_it_and_a_plain_one_runs() -> None:
+    proc = python(
+        "from tooluse import Agent, UsageError\n"
+        "from tooluse.models import ScriptedModel\n"
+        "print(Agent(ScriptedModel(['hi'])).run('say hi').answer)\n"
+        "try:\n"
+        "    Agent(ScriptedModel(['hi']), durable='sqlite:///x.sqlite')\n"
+        "except UsageError as exc:\n"
+        "    print(exc)\n",
+        blocked=("dbos",),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "hi",
+        "Agent(durable=...) needs the durable extra (dbos is missing): "
+        "pip install 'tooluse[durable]'",
+    ]
+
+
+def test_tooluse_runs_without_the_durable_extra_is_one_line() -> None:
+    proc = tooluse("runs", "list", blocked=("dbos",))
+    assert one_error_line(proc) == (
+        "error: tooluse runs needs the durable extra (dbos is missing): "
+        "pip install 'tooluse[durable]'"
+    )

@@ -14,6 +14,9 @@ subpackage named beside it.
     │   │   └── AlreadyResumedError  that paused state was resumed already
     │   ├── GrammarError           llguidance refused a grammar (tooluse.decoding)
     │   ├── ItemIdConflictError    an item id already names other text (tooluse.context)
+    │   ├── UnknownRunError        no durable run has that id (tooluse.durable)
+    │   ├── NotPendingError        no call of that run waits for that decision (tooluse.durable)
+    │   ├── RunVersionError        a durable run was started with other tools (tooluse.durable)
     │   ├── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
     │   │   └── TaskFileError      a task file of your own cannot be read (tooluse.eval)
     │   └── ModelFileError         a local model file is missing or fails its hash (tooluse.models)
@@ -28,6 +31,9 @@ subpackage named beside it.
     │   └── ModelResponseError     the backend answered with a malformed body
     ├── SandboxError               the sandbox engine failed (tooluse.sandbox)
     │   └── SandboxUnavailable     isolation="required", and no isolated sandbox can start
+    ├── DurableError               durable runs could not be recorded or recovered (tooluse.durable)
+    │   ├── DurableStoreError      their database cannot be opened, reached or read
+    │   └── RunDivergedError       a recovered run asked for other steps than it recorded
     ├── MCPError                   an MCP server could not be used (tooluse.mcp)
     │   ├── MCPStartError          the server did not start, or did not finish the handshake
     │   ├── MCPConnectionError     the connection was lost: the server exited or stopped answering
@@ -53,6 +59,8 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyResumedError",
+    "DurableError",
+    "DurableStoreError",
     "InvalidCallError",
     "ModelAuthError",
     "ModelBadRequestError",
@@ -63,9 +71,13 @@ __all__ = [
     "ModelRetry",
     "ModelServerError",
     "ModelTimeoutError",
+    "NotPendingError",
     "ResumeError",
+    "RunDivergedError",
+    "RunVersionError",
     "ToolDefinitionError",
     "ToolUseError",
+    "UnknownRunError",
     "UsageError",
 ]
 
@@ -91,6 +103,37 @@ class AlreadyResumedError(ResumeError):
 
     Each approval is used once: the decisions a paused run was resumed with cannot
     run its calls again through a copy of it (see `ApprovalStore`).
+    """
+
+
+class UnknownRunError(UsageError):
+    """No durable run has the id given."""
+
+
+class NotPendingError(UsageError):
+    """A decision was given for a call that does not wait for one in that durable run."""
+
+
+class RunVersionError(UsageError):
+    """A durable run was started by an agent with other tools, convention or release.
+
+    It is recovered only by an agent like the one that started it: recorded steps
+    answered for other tools would go another way than they did.
+    """
+
+
+class DurableError(ToolUseError):
+    """Durable runs could not be recorded or recovered."""
+
+
+class DurableStoreError(DurableError):
+    """The database of durable runs cannot be opened, reached, or read by this release."""
+
+
+class RunDivergedError(DurableError):
+    """A recovered run asked for another step than the one its record holds at that place.
+
+    The run is left as recorded: nothing is run in place of the recorded step.
     """
 
 

@@ -737,7 +737,8 @@ def context_move(record: CallRecord) -> ContextOffload | ContextCompress | None:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalNeeded(Event):
-    """Calls wait for a decision; the run stops with status ``needs_approval``."""
+    """Calls wait for a decision: a run stops with status ``needs_approval``, and a
+    durable run waits in its record (one event per call, once it is published there)."""
 
     kind: ClassVar[str] = "approval"
     tag: ClassVar[str] = "approval_needed"

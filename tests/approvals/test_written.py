@@ -148,3 +148,12 @@ def test_a_store_in_an_unknown_version_is_refused_by_name_and_left_as_it_was(
         assert db.execute("PRAGMA user_version").fetchone() == (99,)
         assert db.execute("SELECT pause FROM tooluse_resumed").fetchall() == [("saved-0f3a",)]
     db.close()
+
+
+def test_a_request_in_doubt_says_so_in_its_written_form_and_reads_back() -> None:
+    request = ApprovalRequest("c9", "send_money", {"amount": 1}, "model", "in doubt", in_doubt=True)
+    data = request.to_dict()
+    assert data["in_doubt"] is True
+    assert ApprovalRequest.from_dict(json.loads(json.dumps(data))) == request
+    plain = ApprovalRequest("c9", "send_money", {"amount": 1}, "model", "asked")
+    assert "in_doubt" not in plain.to_dict()  # written as before in_doubt existed

@@ -49,6 +49,7 @@ from ._lint import lint_command
 from ._live import LiveView
 from ._mcp import mcp_app
 from ._models import models_app
+from ._runs import runs_app
 from ._sim import sim_app
 from ._view import view
 
@@ -70,6 +71,7 @@ app.add_typer(bench_app, name="bench")
 app.command("eval")(eval_command)
 app.add_typer(models_app, name="models")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(runs_app, name="runs")
 app.command("view")(view)
 
 out = Console()

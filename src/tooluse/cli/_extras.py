@@ -16,6 +16,7 @@ __all__ = ["EXTRAS", "need"]
 
 #: The modules each extra brings that the commands import.
 EXTRAS: dict[str, tuple[str, ...]] = {
+    "durable": ("dbos",),
     "eval": ("numpy", "matplotlib"),
     "mcp": ("mcp",),
     "view": ("uvicorn", "starlette", "markdown_it"),

@@ -28,6 +28,11 @@ the event loop (`call_direct` hands it back). The `Ledger` answers a call that r
 of a failed script, a side effect that already succeeded. A call refused or answered
 from the ledger never waits for a slot.
 
+In a durable run (``durable``, see `tooluse.durable`) every call, whoever makes it, is
+taken one at a time in the order it arrives, so that a recovered run meets its
+recorded calls in the order they were recorded: the approval step waits for a
+deferred decision in the run's record, and the execution is a recorded step.
+
 `run` (one turn of JSON calls) and `call` (one call by name) are the entry points;
 `call_nowait` and `call_direct` are `call` for a script's adapter, returning whatever
 is ready at once without a task.
@@ -39,17 +44,38 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from .._messages import ToolCall
 from .._records import CallRecord, Outcome, RejectedCall
-from ..policy._approval import ApprovalRequest, Gate
-from ..tools import RunContext, Toolbox
+from ..policy._approval import Approval, ApprovalRequest, Gate
+from ..tools import RunContext, Tool, Toolbox
 from ._ledger import Ledger
 from ._running import DirectRun, Execution, Runner
 from ._validation import Prepared, Validator, arguments_text, caller_of
 
-__all__ = ["DirectRun", "Dispatcher", "Ledger"]
+__all__ = ["DirectRun", "Dispatcher", "DurableCalls", "Ledger"]
+
+_T = TypeVar("_T")
+
+
+class DurableCalls(Protocol):
+    """Where a durable run records its calls (implemented by `tooluse.durable`)."""
+
+    def one_at_a_time(self, work: Callable[[], Awaitable[_T]]) -> Awaitable[_T]:
+        """`work` done alone, after the calls that arrived before it, in the run's record."""
+        ...
+
+    async def execute(
+        self, record: CallRecord, tool: Tool, start: Callable[[], Awaitable[CallRecord]]
+    ) -> tuple[CallRecord | None, bool]:
+        """The call's record and whether it ran now (False: it came from the record); a
+        None record for a write call in doubt, which did not run."""
+        ...
+
+    async def decision(self, request: ApprovalRequest) -> Approval:
+        """The decision on a deferred call, waited for in the run's record."""
+        ...
 
 
 class Dispatcher:
@@ -70,6 +96,7 @@ class Dispatcher:
             caller's own return comes later, or never if the caller is stopped
             first: this is how a run keeps every call, whatever stops it.
         deps: the run's dependencies, given to each tool that takes a `RunContext`.
+        durable: the record of a durable run (see `DurableCalls`); None for a plain run.
     """
 
     def __init__(
@@ -84,9 +111,11 @@ class Dispatcher:
         unloaded: Callable[[str], str | None] | None = None,
         on_ended: Callable[[Outcome], None] | None = None,
         deps: Any = None,
+        durable: DurableCalls | None = None,
     ) -> None:
         self.timeout = timeout
         self.deps = deps
+        self.durable = durable
         self.on_ended = on_ended
         self.max_calls_per_turn = max_calls_per_turn
         self.gate = gate
@@ -140,6 +169,8 @@ class Dispatcher:
         after the other before any runs; a deferred one comes back as its
         `ApprovalRequest`, not run, while its allowed siblings run.
         """
+        if self.durable is not None:
+            return await self._run_durably(calls, round_=round_, source=source)
         outcomes: list[Outcome | ApprovalRequest | None] = [None] * len(calls)
         ready: list[tuple[int, Prepared]] = []
         for index, call in enumerate(calls):
@@ -231,6 +262,8 @@ class Dispatcher:
             )
         if isinstance(prepared, RejectedCall):
             return self._refused(prepared)
+        if self.durable is not None:
+            return self._durably(prepared, round_=round_, source=source, ledger=ledger)
         if self._asks(prepared):
             return self._approve_and_execute(prepared, round_=round_, source=source, ledger=ledger)
         return self._execute(prepared, round_=round_, source=source, alone=True, ledger=ledger)
@@ -258,7 +291,8 @@ class Dispatcher:
         """
         tool = self.tools.get(name)
         if (
-            tool is None
+            self.durable is not None  # a durable run's calls are recorded on the event loop
+            or tool is None
             or tool.is_async
             or (self.gate is not None and self.gate.asks_about(tool))
             or not self._runner.take_slot_now()
@@ -294,13 +328,21 @@ class Dispatcher:
         return self._refused(checked) if isinstance(checked, RejectedCall) else checked
 
     async def _decide(
-        self, prepared: Prepared, *, round_: int, source: str
+        self, prepared: Prepared, *, round_: int, source: str, in_doubt: bool = False
     ) -> Prepared | RejectedCall | ApprovalRequest:
         assert self.gate is not None
         tool = prepared.tool
         decision, request = await self.gate.decide(
-            tool, prepared.arguments, call_id=prepared.id, caller=caller_of(source), round_=round_
+            tool,
+            prepared.arguments,
+            call_id=prepared.id,
+            caller=caller_of(source),
+            round_=round_,
+            in_doubt=in_doubt,
         )
+        if decision.decision == "defer" and self.durable is not None:
+            # A durable run waits in its record for the decision, however long it takes.
+            decision = await self.durable.decision(request)
         if decision.decision == "defer":
             return request
         if decision.decision == "deny":
@@ -382,6 +424,107 @@ class Dispatcher:
             context = RunContext(self.deps, call_id=record.id, tool=tool.name)
             kwargs = {**kwargs, tool.context_parameter: context}
         return Execution(record, tool, kwargs, timeout, ledger, after=after, ended=self.on_ended)
+
+    # --- a durable run's calls ----------------------------------------------------------
+
+    async def _run_durably(
+        self, calls: Sequence[ToolCall], *, round_: int, source: str
+    ) -> list[Outcome | ApprovalRequest]:
+        """`run` for a durable run: each call validated, decided and executed in turn."""
+        outcomes: list[Outcome | ApprovalRequest] = []
+        for index, call in enumerate(calls):
+            if index >= self.max_calls_per_turn:
+                outcomes.append(
+                    self._refused(
+                        self._validator.reject(
+                            call,
+                            f"not run: this turn made {len(calls):,} calls and at most "
+                            f"{self.max_calls_per_turn} run per turn; make the rest in the "
+                            "next turn",
+                            round_=round_,
+                            source=source,
+                        )
+                    )
+                )
+                continue
+            checked = self._validator.prepare(call, round_=round_, source=source)
+            if isinstance(checked, RejectedCall):
+                outcomes.append(self._refused(checked))
+            else:
+                outcomes.append(
+                    await self._durably(checked, round_=round_, source=source, ledger=None)
+                )
+        return outcomes
+
+    async def _durably(
+        self, prepared: Prepared, *, round_: int, source: str, ledger: Ledger | None
+    ) -> Outcome | ApprovalRequest:
+        """Decide and execute one call of a durable run, alone and in its turn."""
+        durable = self.durable
+        assert durable is not None
+
+        async def work() -> Outcome | ApprovalRequest:
+            checked: Prepared | RejectedCall | ApprovalRequest = prepared
+            if self._asks(prepared):
+                checked = await self._approve(prepared, round_=round_, source=source)
+            if not isinstance(checked, Prepared):
+                return checked
+            return await self._record(checked, durable, round_=round_, source=source, ledger=ledger)
+
+        return await durable.one_at_a_time(work)
+
+    async def _record(
+        self,
+        prepared: Prepared,
+        durable: DurableCalls,
+        *,
+        round_: int,
+        source: str,
+        ledger: Ledger | None,
+    ) -> Outcome | ApprovalRequest:
+        """Execute an approved call as a recorded step, or take its outcome from the record.
+
+        A write call that started before a crash and never ended is in doubt: it is not
+        run again unless the approval step, asked with ``in_doubt``, allows it.
+        """
+        scheduled = self._schedule(prepared, round_=round_, source=source, ledger=ledger)
+        if isinstance(scheduled, CallRecord):
+            return scheduled
+        execution = scheduled
+
+        def start() -> Awaitable[CallRecord]:
+            return _settled(self._runner.start(execution, alone=True))
+
+        record, ran = await durable.execute(execution.record, execution.tool, start)
+        if record is None:
+            if self.gate is None:  # a durable agent always has a gate; kept safe anyway
+                return self._refused(self._in_doubt_refusal(prepared, round_, source, None))
+            again = await self._decide(prepared, round_=round_, source=source, in_doubt=True)
+            if not isinstance(again, Prepared):
+                return self._refused(again) if isinstance(again, RejectedCall) else again
+            return await self._record(again, durable, round_=round_, source=source, ledger=ledger)
+        if not ran:
+            # Answered from the record: what the execution would have told, told now. It
+            # is the call that ran before the crash, not a replay the model is told of.
+            if self.gate is not None:
+                self.gate.note(record, execution.tool)
+            if ledger is not None and execution.tool.side_effects and record.ok:
+                ledger.write(record)
+            if self.on_ended is not None:
+                self.on_ended(record)
+        return record
+
+    def _in_doubt_refusal(
+        self, prepared: Prepared, round_: int, source: str, reason: str | None
+    ) -> RejectedCall:
+        return self._validator.reject(
+            ToolCall(prepared.id, prepared.tool.name, arguments_text(prepared.arguments)),
+            f"the call to {prepared.tool.name} was not run again: it started before the run "
+            f"crashed and never ended, so it may have taken effect{reason or ''}",
+            round_=round_,
+            source=source,
+            kind="denied",
+        )
 
 
 async def _settled(outcome: CallRecord | Awaitable[CallRecord]) -> CallRecord:

@@ -45,6 +45,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRecord",
     "ApprovalRequest",
+    "AskWhenInDoubt",
     "Gate",
     "ProvenancePolicy",
     "RunSoFar",
@@ -154,6 +155,9 @@ class ApprovalRequest:
     round: int = 0
     key: str = ""
     """`call_key` of the tool and arguments; a decision is bound to it."""
+    in_doubt: bool = False
+    """In a recovered durable run: the call started before the crash and never
+    ended, so it may or may not have taken effect. Allowing it runs it again."""
     run: RunSoFar | None = field(default=None, repr=False, compare=False)
 
     # `run` is never written down (see `to_dict`): pydantic only checks its class.
@@ -172,7 +176,8 @@ class ApprovalRequest:
         It has no version of its own: a request is written inside a result or a
         trace event, whose version covers it.
         """
-        return write(self, exclude={"run"})
+        # ``in_doubt`` is written only when set: a request of a plain run reads as it did.
+        return write(self, exclude={"run"} if self.in_doubt else {"run", "in_doubt"})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
@@ -260,6 +265,21 @@ class ApprovalPolicy:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(asks={self.asks!r}, timeout={self.timeout!r})"
+
+
+class AskWhenInDoubt(ApprovalPolicy):
+    """The policy of a durable run given none: every call runs, but a write call in doubt
+    (started before a crash, never ended) waits for a person's decision."""
+
+    inline = True
+
+    def __init__(self) -> None:
+        super().__init__(timeout=None)
+
+    def __call__(self, request: ApprovalRequest) -> Approval:
+        if request.in_doubt:
+            return Approval.defer(request.reason)
+        return Approval.allow()
 
 
 class ProvenancePolicy(ApprovalPolicy):
@@ -432,15 +452,32 @@ class Gate:
             return dict(self._denied)
 
     async def decide(
-        self, tool: Tool, arguments: dict[str, Any], *, call_id: str, caller: Caller, round_: int
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        *,
+        call_id: str,
+        caller: Caller,
+        round_: int,
+        in_doubt: bool = False,
     ) -> tuple[Approval, ApprovalRequest]:
-        """The decision on a call to ``tool``; never raises for what the policy does."""
-        reason = (
-            f"{tool.name} has side effects"
-            if tool.side_effects
-            else "the approval policy is asked about every call"
+        """The decision on a call to ``tool``; never raises for what the policy does.
+
+        ``in_doubt``: the call is one a crashed durable run started and never ended;
+        the policy is asked whatever its ``asks``, and `ApprovalRequest.in_doubt` says so.
+        """
+        if in_doubt:
+            reason = (
+                f"{tool.name} writes, and its call started before the run crashed and never "
+                "ended: it may or may not have taken effect"
+            )
+        elif tool.side_effects:
+            reason = f"{tool.name} has side effects"
+        else:
+            reason = "the approval policy is asked about every call"
+        request = ApprovalRequest(
+            call_id, tool.name, arguments, caller, reason, round_, in_doubt=in_doubt
         )
-        request = ApprovalRequest(call_id, tool.name, arguments, caller, reason, round_)
         with self._lock:
             granted = self._granted.get(request.key)
             decision = granted.pop(0) if granted else None

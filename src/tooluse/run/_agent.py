@@ -8,6 +8,7 @@ import contextvars
 import threading
 import time
 import traceback
+import uuid
 import warnings
 from collections import deque
 from collections.abc import (
@@ -40,6 +41,7 @@ from ..models import CallDelta, Delta, Model, ToolChoice
 from ..policy._approval import (
     Approval,
     ApprovalPolicy,
+    AskWhenInDoubt,
     Gate,
     PolicyFunction,
     as_decision,
@@ -73,6 +75,9 @@ from ._trace import EventSink, JsonlTrace, TypedSink, as_dict_sink
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+
+    from ..durable._config import Durable
+    from ..durable._engine import Engine, Recorder
 
 __all__ = ["Agent"]
 
@@ -148,6 +153,15 @@ class Agent(Closing):
         otel: export OpenTelemetry GenAI spans of each run (needs the ``otel``
             extra): True, or a `TracerProvider` to export to; None follows
             ``TOOLUSE_OTEL=1``. See `tooluse.run._otel` for the spans.
+        durable: record each run as it goes, so that a run a crash stopped is
+            finished by the next process that starts this agent (needs the
+            ``durable`` extra): True (an SQLite file, see
+            `tooluse.durable.default_url`), ``"sqlite:///path"``,
+            ``"postgresql://…"`` (workers sharing one database), or a
+            `tooluse.durable.Durable`. Model replies and the calls that ended are
+            taken from the record, never asked or run again; a write call caught
+            mid-way goes to the approval policy as in doubt (with no policy, it
+            waits for a decision: `tooluse runs approve`). See docs/durable.md.
 
     Close the agent (``with Agent(...) as agent:``, or `close`) to stop its
     sandbox; an agent that never ran a script holds nothing.
@@ -177,11 +191,13 @@ class Agent(Closing):
         otel: bool | TracerProvider | None = None,
         scope: Literal["ask"] | Iterable[str] | None = None,
         approval_store: ApprovalStore | str | Path | None = None,
+        durable: bool | str | Durable | None = None,
     ) -> None:
         if max_rounds < 1:
             raise UsageError("max_rounds must be at least 1")
         self.limits = limits if limits is not None else Limits()
         self.approval = as_policy(approval)
+        self._engine: Engine | None = None
         self._owns_approval_store = isinstance(approval_store, str | Path)
         self.approval_store = (
             ApprovalStore(approval_store)
@@ -228,6 +244,58 @@ class Agent(Closing):
         self.otel = otel_enabled() if otel is None else otel
         if self.otel is True:
             check_otel()  # a missing extra is said now, not at the first run
+        if durable is not None and durable is not False:
+            self._make_durable(durable)
+
+    def _make_durable(self, durable: bool | str | Durable) -> None:
+        """Open the process's durable engine, which recovers this worker's pending runs."""
+        from ..durable._config import as_durable, fingerprint, require_dbos
+
+        spec = as_durable(durable)
+        assert spec is not None
+        require_dbos("Agent(durable=...)")
+        from ..durable._engine import Engine
+
+        if self.approval is None:
+            # A write call in doubt after a crash is never run again unasked.
+            self.approval = AskWhenInDoubt()
+        self._engine = Engine.open(
+            spec, fingerprint(self.tools, self.convention.name), self._durable_body
+        )
+
+    @property
+    def durable(self) -> Durable | None:
+        """Where this agent records its runs (None: it does not)."""
+        return self._engine.durable if self._engine is not None else None
+
+    async def _durable_body(
+        self, task: str, history: Sequence[Message], recorder: Recorder
+    ) -> dict[str, Any]:
+        """One execution of a durable run's workflow: the run, its steps recorded."""
+        expect, deps, output = _DURABLE_CALL.get()
+        run = self._open(task, expect, deps=deps, output=output, durable=recorder)
+        return (await self._awaited(run, history)).to_dict()
+
+    async def _durable_run(
+        self,
+        task: str,
+        run_id: str | None,
+        expect: Expect | Sequence[Expect],
+        history: Sequence[Message],
+        deps: Any,
+        output_type: Any = None,
+    ) -> RunResult:
+        engine = self._engine
+        assert engine is not None
+        # Not part of the record: a run recovered by another process runs without them
+        # (a run's own output type included; the agent's is the agent's).
+        token = _DURABLE_CALL.set((expect, deps, output_type))
+        try:
+            data = await engine.run(task, history, run_id or uuid.uuid4().hex)
+        finally:
+            _DURABLE_CALL.reset(token)
+        typed = output_type or (self.output.type if self.output is not None else None)
+        return RunResult.from_dict(data, output_type=typed)
 
     def _tool_search(
         self, mode: SearchMode | None, always_loaded: Iterable[str]
@@ -255,6 +323,9 @@ class Agent(Closing):
             self._sandbox = None
         if self._owns_approval_store:
             self.approval_store.close()
+        if self._engine is not None:
+            self._engine.release()
+            self._engine = None
 
     async def __aenter__(self) -> Agent:
         return self
@@ -272,6 +343,7 @@ class Agent(Closing):
         history: Sequence[Message] = (),
         deps: Any = None,
         output_type: type[_Out],
+        run_id: str | None = None,
     ) -> RunResult[_Out]: ...
     @overload
     def run(
@@ -282,6 +354,7 @@ class Agent(Closing):
         history: Sequence[Message] = (),
         deps: Any = None,
         output_type: Any = None,
+        run_id: str | None = None,
     ) -> RunResult: ...
     def run(
         self,
@@ -291,6 +364,7 @@ class Agent(Closing):
         history: Sequence[Message] = (),
         deps: Any = None,
         output_type: Any = None,
+        run_id: str | None = None,
     ) -> RunResult:
         """Run `task` to completion (blocking). Use `arun` inside an event loop.
 
@@ -306,8 +380,19 @@ class Agent(Closing):
         script the interrupt cut included, and the caller decides whether to
         stop. A tool given up on (timed out, or cut by the interrupt) is never
         waited for, whatever it does with its cancellation.
+
+        For a durable agent, `run_id` names the run (a new id if None): an id
+        that names a pending run continues it, one that names an ended run gives
+        its recorded result, as a workflow id does in DBOS. `expect` and `deps`
+        are not recorded: a run recovered by another process runs without them.
         """
         _outside_a_loop("Agent.run()", "await Agent.arun()")
+        if self._engine is not None:
+            with PrivateLoop() as loop:
+                return loop.run(
+                    self._durable_run(task, run_id, expect, history, deps, output_type)
+                )
+        _no_run_id(run_id)
         return self._blocking(self._open(task, expect, deps=deps, output=output_type), history)
 
     @overload
@@ -319,6 +404,7 @@ class Agent(Closing):
         history: Sequence[Message] = (),
         deps: Any = None,
         output_type: type[_Out],
+        run_id: str | None = None,
     ) -> RunResult[_Out]: ...
     @overload
     async def arun(
@@ -329,6 +415,7 @@ class Agent(Closing):
         history: Sequence[Message] = (),
         deps: Any = None,
         output_type: Any = None,
+        run_id: str | None = None,
     ) -> RunResult: ...
     async def arun(
         self,
@@ -338,14 +425,18 @@ class Agent(Closing):
         history: Sequence[Message] = (),
         deps: Any = None,
         output_type: Any = None,
+        run_id: str | None = None,
     ) -> RunResult:
-        """Run `task` to completion (see `run`).
+        """Run `task` to completion (see `run`, and its `run_id` for a durable agent).
 
         Cancelled (``task.cancel()``, a timeout around it), the run ends with
         status ``cancelled`` and the `asyncio.CancelledError` propagates, as
         asyncio's timeouts and task groups need; the partial `RunResult` is
         the exception's ``result`` attribute.
         """
+        if self._engine is not None:
+            return await self._durable_run(task, run_id, expect, history, deps, output_type)
+        _no_run_id(run_id)
         return await self._awaited(self._open(task, expect, deps=deps, output=output_type), history)
 
     def stream(
@@ -518,11 +609,17 @@ class Agent(Closing):
         paused: Paused | None = None,
         deps: Any = None,
         output: Any = None,
+        durable: Recorder | None = None,
     ) -> _Run:
         """Start recording a run: its trace, its tools and its dispatcher.
 
         `output` is the run's output type, if not the agent's.
         """
+        if self._engine is not None and durable is None:
+            raise UsageError(
+                "a durable agent's runs are recorded through run() and arun() only: "
+                "streaming or resuming one would run outside its record"
+            )
         sinks: list[TypedSink] = []
         writer = JsonlTrace(self.trace) if self.trace is not None else None
         if writer is not None:
@@ -586,6 +683,7 @@ class Agent(Closing):
             unloaded=searching.refusal if searching is not None else None,
             on_ended=ended.append,
             deps=deps,
+            durable=durable,
         )
         run = _Run(
             self,
@@ -600,6 +698,9 @@ class Agent(Closing):
             paused=paused,
             output=ending,
         )
+        run.durable = durable
+        if durable is not None:
+            durable.emit = run.emit
         run.state.context = window
         if searching is not None:
             run.searching = searching
@@ -677,7 +778,9 @@ class Agent(Closing):
                 reply: Any
                 if isinstance(effect, AskModel):
                     try:
-                        if run.watched:
+                        if run.durable is not None:
+                            reply = await run.durable.respond(self.model, effect.request)
+                        elif run.watched:
                             answer: list[Any] = []
                             asking = self.model.respond_stream(effect.request, live.delta)
                             async with contextlib.aclosing(_meanwhile(run, asking, answer)) as made:
@@ -776,6 +879,20 @@ class Agent(Closing):
             ev.ScopeFixed(
                 tuple(sorted(asked.scope)), "model", asked.usage.to_dict(), asked.problem or None
             )
+        )
+
+
+#: What a durable run is given that its record does not keep: its expectations, deps
+#: and own output type.
+_DURABLE_CALL: contextvars.ContextVar[tuple[Expect | Sequence[Expect], Any, Any]] = (
+    contextvars.ContextVar("tooluse_durable_call", default=((), None, None))
+)
+
+
+def _no_run_id(run_id: str | None) -> None:
+    if run_id is not None:
+        raise UsageError(
+            "run_id names a durable run: give the agent durable=True or a database URL"
         )
 
 
@@ -1038,6 +1155,8 @@ class _Run:
         self.watched = False
         self.outbox: deque[ev.Event] = deque()
         self._bell: asyncio.Future[None] | None = None
+        #: The record of a durable run's workflow; None for a plain run.
+        self.durable: Recorder | None = None
 
     def watch(self) -> None:
         """Have the run's streamed events given by its core, as they are made."""

@@ -1,0 +1,116 @@
+"""The kill matrix: a durable run's process is SIGKILLed at each point, and started again.
+
+The driver stops at the point named (a tool or the model prints ``AT point`` and blocks
+on a fifo), the test kills it there, and a second process with the same agent and run
+id finishes the run: with the answer a run never killed gives, and with no call that
+ended executed again (every execution is counted in a file). A write call caught
+mid-way is in doubt: it waits for a person's decision and is not run again unasked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tooluse.durable import approve, show_run
+
+from ._children import Child, executions
+
+CONVENTIONS = ["json", "code", "plan"]
+EACH_ONCE = {"lookup:a": 1, "lookup:bb": 1, "lookup:ccc": 1, "send:bob": 1}
+
+
+def url(work: Path) -> str:
+    return f"sqlite:///{work / 'runs.sqlite'}"
+
+
+_REFERENCE: dict[str, dict[str, Any]] = {}
+
+
+def reference(tmp_path_factory: pytest.TempPathFactory, convention: str) -> dict[str, Any]:
+    """The result of the same run never killed."""
+    if convention not in _REFERENCE:
+        work = tmp_path_factory.mktemp(f"reference-{convention}")
+        child = Child(work, "run", url=url(work), run_id="r", convention=convention)
+        _REFERENCE[convention] = child.result()
+        assert Counter(executions(work)) == EACH_ONCE
+    return _REFERENCE[convention]
+
+
+def killed_at(work: Path, point: str, convention: str, **config: Any) -> None:
+    child = Child(work, "first", url=url(work), run_id="r", convention=convention, block=point,
+                  **config)  # fmt: skip
+    assert child.until("AT ") == f"AT {point}"
+    child.kill()
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_killed_during_a_model_request(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, convention: str
+) -> None:
+    expected = reference(tmp_path_factory, convention)
+    killed_at(tmp_path, "model:1", convention)
+    before = Counter(executions(tmp_path))
+    assert before  # the run had executed calls before its second model request
+    result = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention=convention).result()
+    assert result == expected
+    assert Counter(executions(tmp_path)) == EACH_ONCE
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_killed_in_the_middle_of_a_read_call(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, convention: str
+) -> None:
+    # For the code convention this is the middle of the script's loop of calls.
+    expected = reference(tmp_path_factory, convention)
+    killed_at(tmp_path, "lookup:bb", convention)
+    assert executions(tmp_path) == ["lookup:a", "lookup:bb"]
+    result = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention=convention).result()
+    assert result == expected
+    # The read call that never ended ran again; the one that ended did not.
+    assert Counter(executions(tmp_path)) == {**EACH_ONCE, "lookup:bb": 2}
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_a_write_call_killed_mid_way_is_in_doubt_and_not_run_again(
+    tmp_path: Path, convention: str
+) -> None:
+    # No approval policy: the default asks a person about a call in doubt.
+    killed_at(tmp_path, "send-after:bob", convention, policy=False)
+    assert Counter(executions(tmp_path)) == EACH_ONCE
+    again = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention=convention,
+                  policy=False)  # fmt: skip
+    _, call_id, in_doubt = again.until("PENDING ").split()
+    assert in_doubt == "True"
+    shown = show_run("r", url(tmp_path))
+    assert shown.status == "PENDING"
+    assert shown.pending[call_id]["in_doubt"] is True
+    assert shown.pending[call_id]["tool"] == "send"
+    approve("r", call_id, allow=False, url=url(tmp_path))
+    result = again.result()
+    assert result["status"] == "completed"
+    assert [r[0] for r in result["rejected"]] == ["send"]
+    assert "denied by the user" in result["rejected"][0][1]
+    assert Counter(executions(tmp_path)) == EACH_ONCE  # never sent twice
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_killed_while_waiting_for_an_approval(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, convention: str
+) -> None:
+    expected = reference(tmp_path_factory, convention)
+    first = Child(tmp_path, "first", url=url(tmp_path), run_id="r", convention=convention,
+                  ask=True)  # fmt: skip
+    _, call_id, in_doubt = first.until("PENDING ").split()
+    assert in_doubt == "False"
+    first.kill()
+    assert show_run("r", url(tmp_path)).pending[call_id]["tool"] == "send"
+    again = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention=convention,
+                  ask=True)  # fmt: skip
+    assert again.until("PENDING ").split()[1] == call_id
+    approve("r", call_id, allow=True, url=url(tmp_path))
+    assert again.result() == expected
+    assert Counter(executions(tmp_path)) == EACH_ONCE
