@@ -283,6 +283,7 @@ class Agent(Closing):
         expect: Expect | Sequence[Expect],
         history: Sequence[Message],
         deps: Any,
+        *,
         output_type: Any = None,
     ) -> RunResult:
         engine = self._engine
@@ -390,7 +391,7 @@ class Agent(Closing):
         if self._engine is not None:
             with PrivateLoop() as loop:
                 return loop.run(
-                    self._durable_run(task, run_id, expect, history, deps, output_type)
+                    self._durable_run(task, run_id, expect, history, deps, output_type=output_type)
                 )
         _no_run_id(run_id)
         return self._blocking(self._open(task, expect, deps=deps, output=output_type), history)
@@ -435,7 +436,9 @@ class Agent(Closing):
         the exception's ``result`` attribute.
         """
         if self._engine is not None:
-            return await self._durable_run(task, run_id, expect, history, deps, output_type)
+            return await self._durable_run(
+                task, run_id, expect, history, deps, output_type=output_type
+            )
         _no_run_id(run_id)
         return await self._awaited(self._open(task, expect, deps=deps, output=output_type), history)
 
