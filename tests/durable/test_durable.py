@@ -193,3 +193,25 @@ def test_a_recovered_run_that_asks_for_another_call_is_stopped_not_answered(
     assert again["status"] == "error"
     assert again["error"].startswith("RunDivergedError: run 'r' recorded another call")
     assert Counter(executions(tmp_path)) == EACH_ONCE
+
+
+def test_a_durable_run_gives_its_output_typed_and_so_does_its_id_later(tmp_path: Path) -> None:
+    code = f"""
+import json
+from pydantic import BaseModel
+from tooluse import Agent
+from tooluse.models import ScriptedModel
+
+class Count(BaseModel):
+    n: int
+
+final = {{"id": "c1", "type": "function",
+          "function": {{"name": "final_result", "arguments": json.dumps({{"n": 3}})}}}}
+with Agent(ScriptedModel([{{"tool_calls": [final]}}]), durable={url(tmp_path)!r}) as agent:
+    for _ in range(2):  # the second time, the id's recorded result: the model is not asked
+        result = agent.run("count", run_id="typed", output_type=Count)
+        print(result.status, type(result.output).__name__, result.output.n)
+"""
+    done = python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["completed Count 3", "completed Count 3"]
