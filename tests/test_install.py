@@ -92,6 +92,73 @@ def test_importing_the_runtime_loads_neither_numpy_nor_matplotlib(module: str) -
     assert json.loads(proc.stdout) == []
 
 
+# The packages that take longest to import, loaded by the parts that use them: a process
+# that needs one part (an MCP server, a command's --help, the sandbox's host) pays for
+# that part alone.
+HEAVY = ("pydantic", "jsonschema", "referencing", "griffe", "httpx", "httpx2", "mcp", "pygments")
+
+
+def loaded(code: str) -> list[str]:
+    """Which of HEAVY a fresh interpreter holds after running `code`."""
+    proc = python(
+        f"{code}\nimport json\n"
+        f"print(json.dumps(sorted({{m.partition('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    )
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_importing_the_package_loads_none_of_the_heavy_packages() -> None:
+    assert loaded("import tooluse") == []
+    # Its names are there all the same, each loaded when first used.
+    assert "pydantic" in loaded(
+        "import tooluse\nassert all(getattr(tooluse, n) is not None for n in tooluse.__all__)"
+    )
+
+
+def test_the_command_line_loads_no_schema_validator_docstring_parser_or_highlighter() -> None:
+    assert set(loaded("import tooluse.cli")).isdisjoint(
+        {"jsonschema", "referencing", "griffe", "pygments"}
+    )
+
+
+_RUN = """
+from tooluse import Agent, tool
+from tooluse.models import ScriptedModel
+
+
+@tool
+def double(x: int) -> int:
+    \"\"\"Double a number.
+
+    Args:
+        x: the number
+    \"\"\"
+    return 2 * x
+
+
+def call(arguments):
+    return {"tool_calls": [{"id": "c1", "type": "function",
+                            "function": {"name": "double", "arguments": arguments}}]}
+
+
+valid = Agent(ScriptedModel([call('{"x": 4}'), "done"]), [double]).run("double 4")
+assert [c.result for c in valid.calls] == [8], valid.calls
+assert "jsonschema" not in sys.modules, "a valid call loaded the Python validator"
+invalid = Agent(ScriptedModel([call('{"y": 4}'), "done"]), [double]).run("double 4")
+print(invalid.rejected[0].error)
+"""
+
+
+def test_a_valid_call_loads_no_python_schema_validator_and_an_invalid_one_is_worded() -> None:
+    # The Rust validator answers "valid?"; jsonschema only words what is wrong.
+    proc = python(_RUN)
+    assert proc.returncode == 0, proc.stderr
+    error = proc.stdout.strip()
+    assert "missing required argument 'x'" in error, error
+    assert "unknown argument 'y'" in error, error
+
+
 # --- commands that need an extra say which -------------------------------------------------
 
 

@@ -1,4 +1,15 @@
-"""tooluse: a runtime for language-model agents that call tools."""
+"""tooluse: a runtime for language-model agents that call tools.
+
+The names below are loaded on first use (PEP 562): ``import tooluse`` costs the
+exceptions alone, so a process that needs one part (an MCP server, the sandbox's
+host, a command's ``--help``) does not pay for pydantic, jsonschema and the agent
+loop. ``from tooluse import Agent`` imports what ``Agent`` needs, once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from ._exceptions import (
     AlreadyResumedError,
@@ -17,41 +28,92 @@ from ._exceptions import (
     ToolUseError,
     UsageError,
 )
-from ._expect import Expect
-from ._messages import Message, ToolCall, Usage
-from ._records import CallRecord, RejectedCall
-from .dispatch._dispatch import DirectRun, Dispatcher, Ledger
-from .dispatch._scripts import ScriptRun, arun_script, run_script
-from .policy._approval import (
-    Approval,
-    ApprovalPolicy,
-    ApprovalRecord,
-    ApprovalRequest,
-    ProvenancePolicy,
-)
-from .policy._approval_store import ApprovalStore
-from .policy._provenance import FREE_TEXT, Suspicious
-from .run._agent import Agent
-from .run._conversation import Conversation, ConversationStore
-from .run._limits import Limits
-from .run._result import RunResult, RunStatus, RunUsage
-from .run._stream import (
-    ApprovalEvent,
-    CallEndEvent,
-    CallStartEvent,
-    ContextEvent,
-    DoneEvent,
-    RoundEndEvent,
-    RunStream,
-    ScriptEndEvent,
-    ScriptOutputEvent,
-    ScriptStartEvent,
-    StreamEvent,
-    SyncRunStream,
-    TextEvent,
-)
-from .run._trace import JsonlTrace, read_trace
-from .tools import RunContext, Tool, Toolbox, tool
+
+if TYPE_CHECKING:
+    from ._expect import Expect
+    from ._messages import Message, ToolCall, Usage
+    from ._records import CallRecord, RejectedCall
+    from .dispatch._dispatch import DirectRun, Dispatcher, Ledger
+    from .dispatch._scripts import ScriptRun, arun_script, run_script
+    from .policy._approval import (
+        Approval,
+        ApprovalPolicy,
+        ApprovalRecord,
+        ApprovalRequest,
+        ProvenancePolicy,
+    )
+    from .policy._approval_store import ApprovalStore
+    from .policy._provenance import FREE_TEXT, Suspicious
+    from .run._agent import Agent
+    from .run._conversation import Conversation, ConversationStore
+    from .run._limits import Limits
+    from .run._result import RunResult, RunStatus, RunUsage
+    from .run._stream import (
+        ApprovalEvent,
+        CallEndEvent,
+        CallStartEvent,
+        ContextEvent,
+        DoneEvent,
+        RoundEndEvent,
+        RunStream,
+        ScriptEndEvent,
+        ScriptOutputEvent,
+        ScriptStartEvent,
+        StreamEvent,
+        SyncRunStream,
+        TextEvent,
+    )
+    from .run._trace import JsonlTrace, read_trace
+    from .tools import RunContext, Tool, Toolbox, tool
+
+_LAZY: dict[str, str] = {
+    "Agent": ".run._agent",
+    "Approval": ".policy._approval",
+    "ApprovalEvent": ".run._stream",
+    "ApprovalPolicy": ".policy._approval",
+    "ApprovalRecord": ".policy._approval",
+    "ApprovalRequest": ".policy._approval",
+    "ApprovalStore": ".policy._approval_store",
+    "CallEndEvent": ".run._stream",
+    "CallRecord": "._records",
+    "CallStartEvent": ".run._stream",
+    "ContextEvent": ".run._stream",
+    "Conversation": ".run._conversation",
+    "ConversationStore": ".run._conversation",
+    "DirectRun": ".dispatch._dispatch",
+    "Dispatcher": ".dispatch._dispatch",
+    "DoneEvent": ".run._stream",
+    "Expect": "._expect",
+    "FREE_TEXT": ".policy._provenance",
+    "JsonlTrace": ".run._trace",
+    "Ledger": ".dispatch._dispatch",
+    "Limits": ".run._limits",
+    "Message": "._messages",
+    "ProvenancePolicy": ".policy._approval",
+    "RejectedCall": "._records",
+    "RoundEndEvent": ".run._stream",
+    "RunContext": ".tools",
+    "RunResult": ".run._result",
+    "RunStatus": ".run._result",
+    "RunStream": ".run._stream",
+    "RunUsage": ".run._result",
+    "ScriptEndEvent": ".run._stream",
+    "ScriptOutputEvent": ".run._stream",
+    "ScriptRun": ".dispatch._scripts",
+    "ScriptStartEvent": ".run._stream",
+    "StreamEvent": ".run._stream",
+    "Suspicious": ".policy._provenance",
+    "SyncRunStream": ".run._stream",
+    "TextEvent": ".run._stream",
+    "Tool": ".tools",
+    "ToolCall": "._messages",
+    "Toolbox": ".tools",
+    "Usage": "._messages",
+    "arun_script": ".dispatch._scripts",
+    "read_trace": ".run._trace",
+    "run_script": ".dispatch._scripts",
+    "tool": ".tools",
+}
 
 __all__ = [
     "FREE_TEXT",
@@ -116,3 +178,17 @@ __all__ = [
     "run_script",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    # Kept, so the next lookup does not come back here.
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -55,3 +55,23 @@ def test_counting_builds_no_second_vocabulary_in_python() -> None:
     )
     peak = int(done.stdout.strip())
     assert peak < 5_000_000, f"{peak:,} bytes of Python objects to count two tokens"
+
+
+def test_counting_decodes_none_of_the_tokenizer_packages_vocabularies() -> None:
+    # The package's own __init__ decodes every vocabulary it ships into Python dicts
+    # (about a second in each process that counts); the Rust counter needs none of them.
+    # Imported afterwards, the package works as ever, on the same extension.
+    code = textwrap.dedent(
+        """
+        import sys
+        from tooluse._tokens import count_tokens
+        assert count_tokens("hello world") == 2
+        print(sorted(m for m in sys.modules if m.startswith("bpe_openai")))
+        from bpe_openai import get_encoding
+        assert len(get_encoding("o200k_base").encode_ordinary("hello world")) == 2
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.strip() == "['bpe_openai._bindings']"

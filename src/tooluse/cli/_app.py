@@ -15,7 +15,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.syntax import Syntax
 
 from .. import (
     Agent,
@@ -109,6 +108,8 @@ def _render_event(event: Event) -> None:
             name = escape(rejected.name or "?")
             err.print(f"[red]✗ rejected {name}[/]: {escape(rejected.error)}")
         case ScriptEnd(status=status) if status != "paused":  # a paused one ends later
+            from rich.syntax import Syntax  # it loads pygments: only shown code pays for it
+
             err.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
             colour = "green" if event.status == "ok" else "red"
             err.print(f"[{colour}]▶ {event.id}: {event.status}, {event.calls} calls[/]")
@@ -464,6 +465,8 @@ def tools_show(
     if fmt is Format.stubs:
         source = toolbox.stub_module()
         if out.is_terminal:
+            from rich.syntax import Syntax  # it loads pygments: only shown code pays for it
+
             out.print(Syntax(source, "python"))
         else:
             sys.stdout.write(source)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .. import UsageError
 from ._extras import need
@@ -277,6 +276,15 @@ def _bench(
         # its rows are labelled with the file's name.
         row_suite = next((task.suite for task in bench.tasks()), suite)
     passed = 0
+    # Imported here: every command's start would pay for it, and only a run shows it.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -563,6 +571,15 @@ def agentdojo(  # noqa: PLR0917
         traces=traces,
     )
     bench = AgentDojoBench(config)
+    # Imported here: every command's start would pay for it, and only a run shows it.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

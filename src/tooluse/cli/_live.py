@@ -7,7 +7,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 
 from .._messages import Message
 from .._records import CallRecord, RejectedCall
@@ -94,6 +93,8 @@ class LiveView:
             if _holds(self._text.get(event.round, ""), event.code):
                 self.console.print(f"[cyan]… {escape(event.id)}[/]")
             else:  # the script came some other way than the streamed text (a call's arguments)
+                from rich.syntax import Syntax  # it loads pygments: only shown code pays for it
+
                 self.console.print(Syntax(event.code.rstrip(), "python", line_numbers=False))
         elif isinstance(event, ScriptOutput):
             self.console.print(f"[dim]│[/] {escape(event.line)}", highlight=False)

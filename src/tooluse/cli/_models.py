@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from .._exceptions import UsageError
 from ..models._registry import Registry, pull_url
@@ -68,6 +67,9 @@ def pull(
             "a URL needs its hash: tooluse models pull URL --sha256 HEX "
             "(a file that is not pinned is never used)"
         )
+    # Imported here: every command's start would pay for it, and only a download shows it.
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
     with Progress(
         "{task.description}",
         BarColumn(),

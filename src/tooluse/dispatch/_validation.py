@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
-from referencing.exceptions import Unresolvable
 
 from .._messages import ToolCall
 from .._records import RejectedCall
@@ -201,6 +200,9 @@ class Validator:
 
 def _unusable(tool: Tool, what: str, exc: Exception) -> str:
     """The refusal of a call that failed in the tool's own checking, not in its arguments."""
+    # Here, not at the top: only a failed check needs it (see `ArgumentChecker`).
+    from referencing.exceptions import Unresolvable
+
     if isinstance(exc, Unresolvable):  # its message quotes the whole schema
         return (
             f"{tool.name} cannot be called: its schema has a $ref that does not resolve "

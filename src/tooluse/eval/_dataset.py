@@ -456,13 +456,16 @@ def _yaml_entries(path: Path, text: str) -> tuple[dict[str, Any], list[tuple[Any
             "(or write the tasks as JSONL, one JSON object a line)"
         ) from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{mark.line + 1}" if mark is not None else "?"
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise TaskFileError(f"{path}:{where}: not valid YAML: {problem}") from None
+        root, data = _parsed(yaml, text, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        # libyaml words some problems otherwise: the message is always PyYAML's own.
+        try:
+            root, data = _parsed(yaml, text, yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{mark.line + 1}" if mark is not None else "?"
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise TaskFileError(f"{path}:{where}: not valid YAML: {problem}") from None
     header: dict[str, Any] = {}
     tasks_node = root
     if isinstance(data, Mapping):
@@ -491,6 +494,17 @@ def _yaml_entries(path: Path, text: str) -> tuple[dict[str, Any], list[tuple[Any
         return lambda where: _node_line(item, where)
 
     return header, [(raw, locator(items[i])) for i, raw in enumerate(data)]
+
+
+def _parsed(yaml: Any, text: str, loader_class: Any) -> tuple[Any, Any]:
+    """The document's node tree (for the lines errors name) and its value, read once
+    (libyaml's loader where PyYAML has it: the pure-Python one takes ten times longer)."""
+    loader = loader_class(text)
+    try:
+        root = loader.get_single_node()
+        return root, (loader.construct_document(root) if root is not None else None)
+    finally:
+        loader.dispose()
 
 
 def _child(node: Any, key: str | int) -> Any:

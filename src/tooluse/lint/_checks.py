@@ -8,9 +8,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
-import referencing.exceptions
-
 from .._tokens import count_tokens
 from ..tools import Tool, lean_schema
 from ._words import (
@@ -244,6 +241,9 @@ class _Unresolvable(Exception):
 
 def _breaks(validator: Any, node: Mapping[str, Any], value: Any, *drop: str) -> str | None:
     """Why `value` fails `node` without the keys `drop` (refs resolve in the whole)."""
+    import jsonschema
+    import referencing.exceptions
+
     check = validator.evolve(schema={k: v for k, v in node.items() if k not in drop})
     try:
         error = jsonschema.exceptions.best_match(check.iter_errors(value))
@@ -255,6 +255,9 @@ def _breaks(validator: Any, node: Mapping[str, Any], value: Any, *drop: str) -> 
 
 
 def _schema_values(tool: Tool) -> Iterator[Finding]:
+    # Here, not at the top: the command line imports the linter for every command.
+    import jsonschema
+
     root = tool.parameters
     kind = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
     try:

@@ -15,18 +15,18 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import http.client
 import io
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .._exceptions import UsageError
+
+if TYPE_CHECKING:
+    import http.client
 
 __all__ = [
     "ModelDownloadError",
@@ -136,6 +136,12 @@ def download(
 
 
 def _attempt(url: str, file: BinaryIO, timeout: float, on_progress: Progress | None) -> None:
+    # Here, not at the top: only a download needs the HTTP client, and every agent
+    # imports this module for its errors.
+    import http.client
+    import urllib.error
+    import urllib.request
+
     offset = file.seek(0, os.SEEK_END)
     request = urllib.request.Request(url, headers={"User-Agent": "tooluse"})
     if offset:
@@ -185,6 +191,8 @@ def _resume_point(response: http.client.HTTPResponse, file: BinaryIO, offset: in
 
 
 def _read(response: http.client.HTTPResponse) -> Iterator[bytes]:
+    import http.client
+
     # Only the socket's failures are worth another attempt; a failing disk write
     # is raised as it is.
     while True:

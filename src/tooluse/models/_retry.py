@@ -9,7 +9,6 @@ how long to wait is the `RetryPolicy`, or the server's ``Retry-After``.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import random
@@ -195,6 +194,10 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return float(value)
     except ValueError:
         pass
+    # An HTTP date is rare here (the header is nearly always seconds): its parser, and
+    # the email package under it, are loaded only for one.
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -19,6 +19,7 @@ written before there was one (version 0); any other version is refused by name.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import uuid
@@ -101,14 +102,19 @@ class PausedPlan(_Pause):
 
 Paused = PausedTurn | PausedScript | PausedPlan
 
-_WRITTEN: TypeAdapter[Paused] = TypeAdapter(
-    Annotated[PausedTurn | PausedScript | PausedPlan, Field(discriminator="kind")]
-)
+
+@functools.cache
+def _written() -> TypeAdapter[Paused]:
+    # Built on first use, not at import: building it costs more than the rest of this
+    # module, and only a run that pauses or resumes needs it.
+    return TypeAdapter(
+        Annotated[PausedTurn | PausedScript | PausedPlan, Field(discriminator="kind")]
+    )
 
 
 def paused_to_dict(paused: Paused) -> dict[str, Any]:
     """The written form: JSON values, with ``version`` and ``kind``."""
-    return {"version": PAUSED_VERSION, **_WRITTEN.dump_python(paused, mode="json")}
+    return {"version": PAUSED_VERSION, **_written().dump_python(paused, mode="json")}
 
 
 def paused_from_dict(data: Mapping[str, Any]) -> Paused:
@@ -135,7 +141,7 @@ def paused_from_dict(data: Mapping[str, Any]) -> Paused:
         if version == 0:
             return _from_version_0(data, str(pause))
         fields = {k: v for k, v in data.items() if k != "version"}
-        return _WRITTEN.validate_python({**fields, "id": str(pause)})
+        return _written().validate_python({**fields, "id": str(pause)})
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
         raise ResumeError(f"the paused state (version {version}) cannot be read: {exc}") from exc
 

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import griffe
+if TYPE_CHECKING:
+    import griffe
 
 __all__ = ["ParsedDocstring", "parse_docstring"]
-
-_SKIPPED_SECTIONS = {
-    griffe.DocstringSectionKind.returns,
-    griffe.DocstringSectionKind.raises,
-    griffe.DocstringSectionKind.yields,
-    griffe.DocstringSectionKind.receives,
-    griffe.DocstringSectionKind.examples,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +20,8 @@ class ParsedDocstring:
 
 
 def _style(text: str) -> griffe.Parser:
+    import griffe
+
     if ":param " in text or ":return" in text:
         return griffe.Parser.sphinx
     lines = [line.strip() for line in text.splitlines()]
@@ -40,6 +36,10 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
     """Split a docstring into its prose and its parameter descriptions."""
     if not doc or not doc.strip():
         return ParsedDocstring()
+    # griffe takes longer to import than the rest of the tools package: a process that
+    # reads no docstring (a command's --help, a client of an MCP server) never loads it.
+    import griffe
+
     text = inspect.cleandoc(doc)
     # griffe would log a warning for every parameter documented without a type:
     # tooluse takes types from the signature, so those warnings are noise.
@@ -56,8 +56,6 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
                 params[param.name] = " ".join(str(param.description).split())
         elif kind is griffe.DocstringSectionKind.returns:
             returns = " ".join(" ".join(str(r.description).split()) for r in section.value)
-        elif kind not in _SKIPPED_SECTIONS:
-            continue
     return ParsedDocstring(
         description="\n\n".join(p for p in prose if p), params=params, returns=returns
     )

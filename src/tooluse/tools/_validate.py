@@ -22,18 +22,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
-import referencing.jsonschema
-from jsonschema.exceptions import ValidationError
-from jsonschema_specifications import REGISTRY as _SHIPPED  # type: ignore[import-untyped]
-from referencing import Registry, Resource
-from referencing.exceptions import Unresolvable
 
 from .._exceptions import InvalidCallError
 from ._schema import JsonSchema
 
 if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+    from referencing import Registry, Resource
     from referencing._core import Resolver  # not exported by the package, only typed
 
 __all__ = [
@@ -46,9 +43,20 @@ __all__ = [
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _SNIPPET = 30
-# The JSON Schema meta-schemas, which ship with jsonschema: all that a schema's
-# references may reach outside the schema itself. It fetches nothing.
-META_SCHEMAS: Registry[Any] = _SHIPPED
+
+
+def meta_schemas() -> Registry[Any]:
+    """The JSON Schema meta-schemas, which ship with jsonschema: all that a schema's
+    references may reach outside the schema itself. It fetches nothing."""
+    # jsonschema and referencing take longer to import than the rest of the tools
+    # package: they are loaded for the first call that is not valid, or the first
+    # schema whose references are checked, never for a valid call.
+    from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
+
+    registry: Registry[Any] = REGISTRY
+    return registry
+
+
 # No tool's arguments need more; deeper values would exhaust Python's recursion
 # limit somewhere between here and the trace, ending the whole run.
 _MAX_DEPTH = 64
@@ -301,13 +309,16 @@ def unresolved_reference(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     cannot be used, nor can an ``$id`` that is not a URI. Values that are data,
     such as a ``const`` or an ``example``, are not searched.
     """
+    import referencing.jsonschema
+    from referencing.exceptions import Unresolvable
+
     dialect = schema.get("$schema")
     specification = referencing.jsonschema.specification_with(
         dialect if isinstance(dialect, str) else "", default=referencing.jsonschema.DRAFT202012
     )
     root = specification.create_resource(dict(schema))
     base = root.id() or ""
-    resolver = META_SCHEMAS.with_resource(base, root).resolver(base_uri=base)
+    resolver = meta_schemas().with_resource(base, root).resolver(base_uri=base)
     # A stack, not recursion: a deeply nested schema cannot exhaust Python's stack.
     pending: list[tuple[Resource[Any], Resolver[Any]]] = [(root, resolver)]
     while pending:
@@ -351,14 +362,25 @@ class ArgumentChecker:
             self._fast: Any = jsonschema_rs.validator_for(schema, offline=True)
         except Exception:  # a schema it cannot compile: the Python validator decides alone
             self._fast = None
-        validator_cls = jsonschema.validators.validator_for(
-            schema, default=jsonschema.Draft202012Validator
-        )
-        self._validator = validator_cls(schema, registry=META_SCHEMAS)
+        self._schema = schema
+        self._slow: Validator | None = None
         properties = parameters.get("properties", {})
         self._nullable_optional = {
             name for name in properties if name not in parameters.get("required", ())
         }
+
+    @property
+    def _validator(self) -> Validator:
+        # Built when first asked (a call the Rust validator rejects, or a schema it
+        # cannot compile): a run whose calls are valid never imports jsonschema.
+        if self._slow is None:
+            import jsonschema
+
+            validator_cls = jsonschema.validators.validator_for(
+                self._schema, default=jsonschema.Draft202012Validator
+            )
+            self._slow = validator_cls(self._schema, registry=meta_schemas())
+        return self._slow
 
     def is_valid(self, arguments: dict[str, Any]) -> bool:
         """Whether the arguments are valid as they are (no repair, no wording)."""
