@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .._messages import ToolCall
 from ..models import ModelResponse, ReplyFormat, ToolChoice
 from ..tools import Caller, Tool, Toolbox
+from ..tools._output import output_of
 from ._plan_program import PlanProgram
 
 if TYPE_CHECKING:
@@ -115,3 +116,19 @@ class Convention(ABC):
 def system_text(given: str | None, prompt: str) -> str:
     """A run's system prompt: the caller's own, then the convention's `prompt`."""
     return f"{given}\n\n{prompt}" if given else prompt
+
+
+def written_reply(prompt: str, tools: Toolbox, output_note: str) -> Prepared:
+    """What a convention whose replies are written code asks for: no native tools.
+
+    `output_note` (with ``{name}``) is what a plain-text reply is told when the run
+    has an output type: how this convention hands its value over.
+    """
+    output = output_of(tools)
+    return Prepared(
+        system_prompt=prompt,
+        tools=(),
+        tool_choice="none",
+        reply_format="code",
+        output_note=output_note.format(name=output.name) if output is not None else None,
+    )

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from ..models import ModelResponse
 from ..tools import Toolbox
 from ..tools._output import output_of
-from ._base import Answer, Convention, Interpretation, Prepared, Retry, Script, system_text
+from ._base import (
+    Answer,
+    Convention,
+    Interpretation,
+    Prepared,
+    Retry,
+    Script,
+    system_text,
+    written_reply,
+)
 from ._per_run import PerRun
 
 __all__ = ["CodeConvention", "ExtractedScript", "extract_script"]
@@ -170,15 +179,7 @@ class CodeConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._functions.set({s.function for s in tools.stub_signatures()})
-        text = system_text(system_prompt, self.prompt(tools))
-        output = output_of(tools)
-        return Prepared(
-            system_prompt=text,
-            tools=(),
-            tool_choice="none",
-            reply_format="code",
-            output_note=OUTPUT_NOTE.format(name=output.name) if output is not None else None,
-        )
+        return written_reply(system_text(system_prompt, self.prompt(tools)), tools, OUTPUT_NOTE)
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         text = response.content or ""

@@ -37,7 +37,16 @@ from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
 from ..tools._output import output_of
 from ..tools._validate import ArgumentChecker, ArgumentsError
-from ._base import Answer, Convention, Interpretation, Plan, Prepared, Retry, system_text
+from ._base import (
+    Answer,
+    Convention,
+    Interpretation,
+    Plan,
+    Prepared,
+    Retry,
+    system_text,
+    written_reply,
+)
 from ._per_run import PerRun
 from ._plan_eval import ALLOWED_FUNCTIONS, PlanEvaluationError, evaluate
 from ._plan_program import PlanProgram, PlanStep
@@ -520,15 +529,7 @@ class PlanConvention(Convention):
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._tools.set(tools)
-        text = system_text(system_prompt, self.prompt(tools))
-        output = output_of(tools)
-        return Prepared(
-            system_prompt=text,
-            tools=(),
-            tool_choice="none",
-            reply_format="code",
-            output_note=OUTPUT_NOTE.format(name=output.name) if output is not None else None,
-        )
+        return written_reply(system_text(system_prompt, self.prompt(tools)), tools, OUTPUT_NOTE)
 
     def interpret(self, response: ModelResponse) -> Interpretation:
         text = response.content or ""
