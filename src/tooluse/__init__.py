@@ -3,6 +3,7 @@
 from ._exceptions import (
     AlreadyResumedError,
     InvalidCallError,
+    MediaError,
     ModelAuthError,
     ModelBadRequestError,
     ModelConnectionError,
@@ -22,6 +23,7 @@ from ._messages import Message, ToolCall, Usage
 from ._records import CallRecord, RejectedCall
 from .dispatch._dispatch import DirectRun, Dispatcher, Ledger
 from .dispatch._scripts import ScriptRun, arun_script, run_script
+from .media import Audio, Image, Resource
 from .policy._approval import (
     Approval,
     ApprovalPolicy,
@@ -63,6 +65,7 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "ApprovalStore",
+    "Audio",
     "CallEndEvent",
     "CallRecord",
     "CallStartEvent",
@@ -73,10 +76,12 @@ __all__ = [
     "Dispatcher",
     "DoneEvent",
     "Expect",
+    "Image",
     "InvalidCallError",
     "JsonlTrace",
     "Ledger",
     "Limits",
+    "MediaError",
     "Message",
     "ModelAuthError",
     "ModelBadRequestError",
@@ -89,6 +94,7 @@ __all__ = [
     "ModelTimeoutError",
     "ProvenancePolicy",
     "RejectedCall",
+    "Resource",
     "ResumeError",
     "RoundEndEvent",
     "RunContext",

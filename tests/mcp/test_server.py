@@ -30,7 +30,10 @@ from tooluse.tools._schema import inline_refs
 ROOT = Path(__file__).resolve().parents[2]
 TOOLUSE = Path(sys.executable).parent / "tooluse"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-PIXEL = b"\x89PNG\r\n\x1a\n\x00\xff"
+# A real 1x1 PNG: an Image checks that its bytes are one.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 
 class Money(pydantic.BaseModel):
