@@ -96,8 +96,7 @@ class _Media(pydantic.BaseModel):
             super().__init__(data=data, mime_type=mime_type)
         except pydantic.ValidationError as exc:
             # Made by code (a tool's result): one plain error, not pydantic's report.
-            reason = "; ".join(str(e.get("ctx", {}).get("error", e["msg"])) for e in exc.errors())
-            raise MediaError(reason) from None
+            raise MediaError(_reason(exc)) from None
 
     @pydantic.model_validator(mode="before")
     @classmethod
@@ -199,12 +198,18 @@ class Resource(pydantic.BaseModel):
 
     def __init__(
         self,
-        uri: str,
+        uri: str | None = None,
+        /,
         *,
         text: str | None = None,
         blob: bytes | None = None,
         mime_type: str | None = None,
+        **fields: Any,
     ) -> None:
+        if uri is None:
+            # Validation of the JSON form calls this with its fields: pydantic reports.
+            super().__init__(text=text, blob=blob, mime_type=mime_type, **fields)
+            return
         if (text is None) == (blob is None):
             raise UsageError(f"Resource({uri!r}) takes exactly one of text= and blob=")
         super().__init__(uri=uri, text=text, blob=blob, mime_type=mime_type)
@@ -221,7 +226,7 @@ class Resource(pydantic.BaseModel):
                 raise MediaError("resource blob is not valid base64") from None
             return {
                 "uri": contents.get("uri"),
-                "text": contents.get("text"),
+                "text": contents.get("text") if blob is None else None,
                 "blob": raw,
                 "mime_type": contents.get("mimeType"),
             }
@@ -369,13 +374,23 @@ def is_block(value: Any) -> bool:
 def from_block(value: Mapping[str, Any]) -> Image | Audio | Resource:
     """The media value a JSON form (`is_block`) writes down; `MediaError` if it is bad."""
     kind = value.get("type")
-    if kind == "image":
-        return Image.model_validate(value)
-    if kind == "audio":
-        return Audio.model_validate(value)
-    if kind == "resource":
-        return Resource.model_validate(value)
-    raise MediaError(f"not a media value: type {kind!r}")
+    models: dict[str, type[Image] | type[Audio] | type[Resource]] = {
+        "image": Image,
+        "audio": Audio,
+        "resource": Resource,
+    }
+    model = models.get(str(kind))
+    if model is None:
+        raise MediaError(f"not a media value: type {kind!r}")
+    try:
+        return model.model_validate(value)
+    except pydantic.ValidationError as exc:
+        raise MediaError(_reason(exc)) from None
+
+
+def _reason(exc: pydantic.ValidationError) -> str:
+    """A validation error in plain words: the checks' own messages."""
+    return "; ".join(str(e.get("ctx", {}).get("error", e["msg"])) for e in exc.errors())
 
 
 def describe(value: _Media | Resource | Mapping[str, Any]) -> str:
