@@ -34,7 +34,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"tools", "sandbox", "decoding"}),
     # What stands on tools alone: the model backends (and decoding), the context window,
     # the linter, and `Expect`, which names a toolbox.
-    frozenset({"models", "context", "lint", "_expect"}),
+    frozenset({"models", "context", "lint", "_expect", "vision"}),
     # Reading replies (conventions), deciding on calls (policy), finding tools (search).
     frozenset({"conventions", "policy", "search"}),
     # The only place a tool runs, and the typed events that tell what a run did.

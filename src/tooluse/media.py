@@ -30,7 +30,7 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydantic
 from pydantic.json_schema import JsonSchemaValue
@@ -164,6 +164,13 @@ class Image(_Media):
     kind = "image"
     types = IMAGE_TYPES
 
+    if TYPE_CHECKING:
+        # Declared for type checkers, which would otherwise give each subclass a
+        # keyword-only __init__ made from the fields (pydantic's dataclass transform).
+        def __init__(
+            self, data: bytes | None = None, mime_type: str | None = None, /, **fields: Any
+        ) -> None: ...
+
     def _check_bytes(self) -> None:
         image_size(self.data, self.mime_type)
 
@@ -178,6 +185,13 @@ class Audio(_Media):
 
     kind = "audio"
     types = AUDIO_TYPES
+
+    if TYPE_CHECKING:
+        # Declared for type checkers, which would otherwise give each subclass a
+        # keyword-only __init__ made from the fields (pydantic's dataclass transform).
+        def __init__(
+            self, data: bytes | None = None, mime_type: str | None = None, /, **fields: Any
+        ) -> None: ...
 
 
 Media = Image | Audio
