@@ -15,8 +15,10 @@ import pytest
 from tooluse import Agent, Image, Toolbox, tool
 from tooluse.models import AnthropicChat, OpenAIChat
 
-from ._chat_server import ChatServer, completion, tool_call
+from ._chat_server import ChatServer, Reply, completion, tool_call
+from ._chat_server import error_body as chat_error
 from ._messages_server import MessagesServer, message, text, tool_use
+from ._messages_server import error_body as messages_error
 
 
 def png(width: int, height: int) -> bytes:
@@ -121,3 +123,50 @@ async def test_anthropic_without_vision_sends_the_description_alone(
     (result,) = [b for b in sent[-1]["content"] if b["type"] == "tool_result"]
     assert result["content"].startswith("[image/png 4×3, ")
     assert B64 not in json.dumps(sent)
+
+
+async def test_openai_vision_refusing_an_image_gets_the_descriptions_and_the_run_goes_on(
+    chat: ChatServer,
+) -> None:
+    chat.enqueue(
+        completion(tool_calls=[tool_call("a", "snap", {})]),
+        Reply(400, chat_error("Invalid image: the image is too large")),
+        completion("grey"),
+    )
+    model = OpenAIChat("m", base_url=chat.base_url, api_key="k", vision=True)
+    with pytest.warns(RuntimeWarning, match=r"refused a request with images .*too large"):
+        result = await Agent(model, Toolbox([snap])).arun("what colour?")
+    await model.aclose()
+    assert result.status == "completed" and result.answer == "grey"
+    refused, plain = chat.requests[1].json, chat.requests[2].json
+    assert "image_url" in json.dumps(refused)
+    assert "image_url" not in json.dumps(plain) and B64 not in json.dumps(plain)
+    assert plain["messages"][-1]["content"].startswith("[image/png 4×3, ")
+
+
+async def test_anthropic_vision_refusing_an_image_gets_the_descriptions_and_the_run_goes_on(
+    messages_server: MessagesServer,
+) -> None:
+    messages_server.enqueue(
+        message(tool_use("t1", "snap", {})),
+        Reply(400, messages_error("messages.2.content.0.image: image exceeds 5 MB")),
+        message(text("grey")),
+    )
+    model = AnthropicChat(
+        "claude-test", base_url=messages_server.base_url, api_key="k", vision=True
+    )
+    with pytest.warns(RuntimeWarning, match=r"refused a request with images"):
+        result = await Agent(model, Toolbox([snap])).arun("what colour?")
+    await model.aclose()
+    assert result.status == "completed" and result.answer == "grey"
+    plain = messages_server.requests[2].json
+    assert '"image"' not in json.dumps(plain) and B64 not in json.dumps(plain)
+
+
+async def test_a_bad_request_without_images_is_raised_as_before(chat: ChatServer) -> None:
+    chat.enqueue(Reply(400, chat_error("bad temperature")))
+    model = OpenAIChat("m", base_url=chat.base_url, api_key="k", vision=True)
+    result = await Agent(model, Toolbox([snap])).arun("hello")
+    await model.aclose()
+    assert result.status == "error" and "bad temperature" in (result.error or "")
+    assert len(chat.requests) == 1

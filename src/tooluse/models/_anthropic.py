@@ -121,8 +121,10 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
-        system, messages = anthropic_messages(request.messages, vision=self.vision)
+    def _params(
+        self, request: ModelRequest, names: Mapping[str, str], *, images: bool = True
+    ) -> dict[str, Any]:
+        system, messages = anthropic_messages(request.messages, vision=self.vision and images)
         for message in messages if names else ():
             for block in message["content"]:
                 if isinstance(block, dict) and block.get("type") == "tool_use":

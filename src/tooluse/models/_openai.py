@@ -99,9 +99,11 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
+    def _params(
+        self, request: ModelRequest, names: Mapping[str, str], *, images: bool = True
+    ) -> dict[str, Any]:
         messages = openai_messages(request.messages)
-        if self.vision:
+        if self.vision and images:
             messages = with_images(messages)
         if names:
             for message in messages:
