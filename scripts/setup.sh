@@ -19,7 +19,7 @@ PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
 SCOPE="${1:-all}"
 case $SCOPE in
-all) EXTRAS="dev,local,eval,mcp,agentdojo,ray,otel,view,docs,durable" ;;
+all) EXTRAS="dev,local,eval,mcp,agentdojo,ray,otel,view,docs,durable,vision" ;;
 demo) EXTRAS="local" ;;
 *)
     echo "usage: scripts/setup.sh [demo]" >&2

@@ -23,18 +23,18 @@ DOC = ROOT / "docs" / "architecture.md"
 #: import units of lower layers only: never one of its own layer, never one above.
 LAYERS: tuple[frozenset[str], ...] = (
     # Basics every part shares; they import nothing of ours but the basics below them.
-    frozenset(
-        {"_exceptions", "_frozen", "_eventloop", "_tokens", "_messages", "_imports", "_closing"}
-    ),
+    frozenset({"_exceptions", "_frozen", "_eventloop", "_tokens", "_imports", "_closing"}),
+    # Media values (images, audio, resources): what tools, messages and backends share.
+    frozenset({"media"}),
     # The versioned written form of what is written down, and the reading of Python-call
     # text (its errors are InvalidCallErrors); then the records of calls.
-    frozenset({"_written", "_syntax"}),
+    frozenset({"_messages", "_written", "_syntax"}),
     frozenset({"_records"}),
     # Tools, the isolated sandbox and constrained decoding know nothing of each other.
     frozenset({"tools", "sandbox", "decoding"}),
     # What stands on tools alone: the model backends (and decoding), the context window,
     # the linter, and `Expect`, which names a toolbox.
-    frozenset({"models", "context", "lint", "_expect"}),
+    frozenset({"models", "context", "lint", "_expect", "vision"}),
     # Reading replies (conventions), deciding on calls (policy), finding tools (search).
     frozenset({"conventions", "policy", "search"}),
     # The only place a tool runs, and the typed events that tell what a run did.
@@ -260,6 +260,7 @@ def test_the_lowest_parts_import_only_the_exceptions(unit: str) -> None:
     wrong = sorted(
         f"{i.importer} imports {i.target}"
         for i in ALL_IMPORTS
-        if unit_of(i.importer) == unit and unit_of(i.target) not in {unit, "_exceptions"}
+        if unit_of(i.importer) == unit
+        and unit_of(i.target) not in {unit, "_exceptions", *(("media",) if unit == "tools" else ())}
     )
     assert not wrong, "\n".join(wrong)

@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
         ("examples.weather", "71.6"),
         ("examples.capital_calculator", "1036.0"),
         ("examples.compound_interest", "1157.625"),
+        # OCR of a receipt drawn with Pillow, then a currency conversion (the vision extra).
+        ("examples.receipts", "7.70 EUR = 8.32 USD"),
     ],
 )
 def test_example_runs(module: str, expected: str) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ._exceptions import (
     AlreadyResumedError,
     InvalidCallError,
+    MediaError,
     ModelAuthError,
     ModelBadRequestError,
     ModelConnectionError,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from ._records import CallRecord, RejectedCall
     from .dispatch._dispatch import DirectRun, Dispatcher, Ledger
     from .dispatch._scripts import ScriptRun, arun_script, run_script
+    from .media import Audio, Image, Resource
     from .policy._approval import (
         Approval,
         ApprovalPolicy,
@@ -74,6 +76,7 @@ _LAZY: dict[str, str] = {
     "ApprovalRecord": ".policy._approval",
     "ApprovalRequest": ".policy._approval",
     "ApprovalStore": ".policy._approval_store",
+    "Audio": ".media",
     "CallEndEvent": ".run._stream",
     "CallRecord": "._records",
     "CallStartEvent": ".run._stream",
@@ -84,6 +87,7 @@ _LAZY: dict[str, str] = {
     "Dispatcher": ".dispatch._dispatch",
     "DoneEvent": ".run._stream",
     "Expect": "._expect",
+    "Image": ".media",
     "FREE_TEXT": ".policy._provenance",
     "JsonlTrace": ".run._trace",
     "Ledger": ".dispatch._dispatch",
@@ -91,6 +95,7 @@ _LAZY: dict[str, str] = {
     "Message": "._messages",
     "ProvenancePolicy": ".policy._approval",
     "RejectedCall": "._records",
+    "Resource": ".media",
     "RoundEndEvent": ".run._stream",
     "RunContext": ".tools",
     "RunResult": ".run._result",
@@ -125,6 +130,7 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "ApprovalStore",
+    "Audio",
     "CallEndEvent",
     "CallRecord",
     "CallStartEvent",
@@ -135,10 +141,12 @@ __all__ = [
     "Dispatcher",
     "DoneEvent",
     "Expect",
+    "Image",
     "InvalidCallError",
     "JsonlTrace",
     "Ledger",
     "Limits",
+    "MediaError",
     "Message",
     "ModelAuthError",
     "ModelBadRequestError",
@@ -151,6 +159,7 @@ __all__ = [
     "ModelTimeoutError",
     "ProvenancePolicy",
     "RejectedCall",
+    "Resource",
     "ResumeError",
     "RoundEndEvent",
     "RunContext",

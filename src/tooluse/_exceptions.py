@@ -17,6 +17,7 @@ subpackage named beside it.
     │   ├── UnknownRunError        no durable run has that id (tooluse.durable)
     │   ├── NotPendingError        no call of that run waits for that decision (tooluse.durable)
     │   ├── RunVersionError        a durable run was started with other tools (tooluse.durable)
+    │   ├── MediaError             a media value is bad or too large (tooluse.media)
     │   ├── BenchDataError         a suite's data is missing or malformed (tooluse.eval)
     │   │   └── TaskFileError      a task file of your own cannot be read (tooluse.eval)
     │   └── ModelFileError         a local model file is missing or fails its hash (tooluse.models)
@@ -52,7 +53,8 @@ Outside the tree, on purpose, because they are signals rather than failures:
     SandboxWarning                 a RuntimeWarning: scripts run without isolation
 
 `GrammarError`, `ArgumentsError` and `CallSyntaxError` are also `ValueError`s, as
-they were before they joined the tree.
+they were before they joined the tree; `MediaError` is one too, so that pydantic words
+it as a validation error when a tool's argument is a bad image.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ __all__ = [
     "DurableError",
     "DurableStoreError",
     "InvalidCallError",
+    "MediaError",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelConnectionError",
@@ -104,6 +107,11 @@ class AlreadyResumedError(ResumeError):
     Each approval is used once: the decisions a paused run was resumed with cannot
     run its calls again through a copy of it (see `ApprovalStore`).
     """
+
+
+class MediaError(UsageError, ValueError):
+    """A media value is not what it says (not an image, truncated, an unknown MIME
+    type) or is larger than the configured limit."""
 
 
 class UnknownRunError(UsageError):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._written import read, write
+from .media import render_value
 
 __all__ = [
     "Answered",
@@ -52,10 +53,20 @@ def call_key(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 def render_result(value: Any) -> str:
-    """The text a model sees for a tool's return value."""
+    """The text a model sees for a tool's return value.
+
+    Media (images, audio, embedded resources, in their JSON form) are shown as their
+    short description and reference, never as base64: the record keeps the bytes.
+    """
     if isinstance(value, str):
         return value
-    return _result_text(value)
+    text = _result_text(value)
+    if '"mimeType"' in text or '"resource"' in text:
+        value = render_value(value)
+        if isinstance(value, str):
+            return value
+        return _result_text(value)
+    return text
 
 
 @dataclass(slots=True)

@@ -30,7 +30,10 @@ from tooluse.tools._schema import inline_refs
 ROOT = Path(__file__).resolve().parents[2]
 TOOLUSE = Path(sys.executable).parent / "tooluse"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-PIXEL = b"\x89PNG\r\n\x1a\n\x00\xff"
+# A real 1x1 PNG: an Image checks that its bytes are one.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 
 class Money(pydantic.BaseModel):
@@ -80,6 +83,11 @@ def make_toolbox(ran: list[str]) -> Toolbox:
         return [title, Image(PIXEL, "image/png"), Resource("chart://1", blob=PIXEL)]
 
     @tool
+    def snapshot(title: str) -> Any:
+        """A picture, not declared as one."""
+        return [title, Image(PIXEL, "image/png")]
+
+    @tool
     async def slow_count(to: int) -> int:
         """Count, telling the client how far it got."""
         request = current_request()
@@ -101,7 +109,7 @@ def make_toolbox(ran: list[str]) -> Toolbox:
         ran.append(f"convert {money.amount} {money.currency}->{target}")
         return money.amount * 0.92
 
-    return Toolbox([get_exchange_rate, quote, fail, chart, slow_count, convert])
+    return Toolbox([get_exchange_rate, quote, fail, chart, snapshot, slow_count, convert])
 
 
 @pytest.fixture
@@ -244,6 +252,16 @@ async def test_content_tools_return_content_blocks(server: ToolServer) -> None:
     assert str(resource.resource.uri) == "chart://1"
     assert base64.b64decode(resource.resource.blob) == PIXEL
     assert result.structured_content is None
+
+
+async def test_media_a_tool_did_not_declare_is_still_sent_as_content(server: ToolServer) -> None:
+    async with server.serving_http() as url, Client(url) as client:
+        result = await client.call_tool("snapshot", {"title": "now"})
+
+    text, image = result.content
+    assert text == types.TextContent(text="now")
+    assert isinstance(image, types.ImageContent)
+    assert (base64.b64decode(image.data), image.mime_type) == (PIXEL, "image/png")
 
 
 async def test_a_tool_logs_and_reports_progress_to_the_client(server: ToolServer) -> None:

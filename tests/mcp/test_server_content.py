@@ -18,7 +18,10 @@ from tooluse.mcp import Audio, Image, Resource
 from tooluse.mcp._content import returns_content
 
 BLOCKS: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-PIXEL = b"\x89PNG\r\n\x1a\n\x00\xff"
+# A real 1x1 PNG: an Image checks that its bytes are one.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 
 def test_each_content_value_serializes_to_an_mcp_content_block() -> None:

@@ -30,6 +30,7 @@ import jsonschema
 import mcp_types as types
 
 from .._exceptions import ModelRetry, ToolDefinitionError
+from ..media import from_block, is_block
 from ..tools import Caller, Tool, Trust
 from ..tools._validate import unresolved_reference
 
@@ -124,8 +125,25 @@ def _blocks(content: list[types.ContentBlock]) -> Any:
     return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in content]
 
 
+def _media(content: list[types.ContentBlock]) -> Any:
+    """A result's content blocks as values: text as `str`, images, audio and embedded
+    resources as media values (`MediaError` if one is not what it says), anything else
+    as its JSON. One block is the value itself."""
+    values: list[Any] = []
+    for block in content:
+        data = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(block, types.TextContent):
+            values.append(block.text)
+        elif is_block(data):
+            values.append(from_block(data))
+        else:
+            values.append(data)
+    return values[0] if len(values) == 1 else values
+
+
 def result_value(result: types.CallToolResult) -> Any:
-    """What a call returns: structured content as data, text as text.
+    """What a call returns: structured content as data, text as text, images, audio and
+    embedded resources as `Image`, `Audio` and `Resource` values.
 
     An error result (``isError``) raises `ModelRetry` with the server's words,
     which is how the model sees them.
@@ -136,4 +154,6 @@ def result_value(result: types.CallToolResult) -> Any:
         raise ModelRetry(text or "the tool reported an error and gave no message")
     if result.structured_content is not None:
         return result.structured_content
-    return _blocks(result.content)
+    if all(isinstance(block, types.TextContent) for block in result.content):
+        return _blocks(result.content)
+    return _media(result.content)

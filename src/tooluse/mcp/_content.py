@@ -12,126 +12,22 @@ blocks instead of text::
         return ["Sales for the day:", Image(png, "image/png"),
                 Resource("report://2026-01-05", text=csv_text, mime_type="text/csv")]
 
-Each value serializes to its MCP content block (binary data base64-encoded), so the
-dispatcher records it as JSON like any other result, and a model that calls the tool
-outside MCP reads that JSON.
+The classes live in `tooluse.media`, where every tool can use them; they are named
+here too. Each value serializes to its MCP content block (binary data base64-encoded),
+so the dispatcher records it as JSON like any other result; a model reads a short
+description of it instead (`tooluse.media.render`).
 """
 
 from __future__ import annotations
 
-import base64
 import types
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-import pydantic
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
-
-from .._exceptions import UsageError
+from ..media import Audio, Image, Resource
 
 __all__ = ["Audio", "Image", "Resource", "returns_content"]
-
-
-class _Media(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True)
-    kind: ClassVar[str]
-
-    data: bytes
-    mime_type: str
-
-    def __init__(self, data: bytes, mime_type: str) -> None:
-        super().__init__(data=data, mime_type=mime_type)
-
-    @pydantic.model_serializer
-    def _serialize(self) -> dict[str, str]:
-        return {
-            "type": self.kind,
-            "data": base64.b64encode(self.data).decode("ascii"),
-            "mimeType": self.mime_type,
-        }
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, core_schema: CoreSchema, handler: pydantic.GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        # The schema of what is sent (a tool's `returns`), not of the constructor's arguments.
-        return _block_schema(
-            cls.kind, data={"type": "string", "contentEncoding": "base64"}, mimeType=_TEXT
-        )
-
-
-class Image(_Media):
-    """An image: its bytes (not base64) and its MIME type, e.g. ``image/png``."""
-
-    kind = "image"
-
-
-class Audio(_Media):
-    """A sound: its bytes (not base64) and its MIME type, e.g. ``audio/wav``."""
-
-    kind = "audio"
-
-
-class Resource(pydantic.BaseModel):
-    """A resource embedded in the result: a URI with its contents, text or bytes.
-
-    Exactly one of ``text`` and ``blob`` is given.
-    """
-
-    model_config = pydantic.ConfigDict(frozen=True)
-
-    uri: str
-    text: str | None = None
-    blob: bytes | None = None
-    mime_type: str | None = None
-
-    def __init__(
-        self,
-        uri: str,
-        *,
-        text: str | None = None,
-        blob: bytes | None = None,
-        mime_type: str | None = None,
-    ) -> None:
-        if (text is None) == (blob is None):
-            raise UsageError(f"Resource({uri!r}) takes exactly one of text= and blob=")
-        super().__init__(uri=uri, text=text, blob=blob, mime_type=mime_type)
-
-    @pydantic.model_serializer
-    def _serialize(self) -> dict[str, Any]:
-        contents: dict[str, str] = {"uri": self.uri}
-        if self.mime_type is not None:
-            contents["mimeType"] = self.mime_type
-        if self.blob is not None:
-            contents["blob"] = base64.b64encode(self.blob).decode("ascii")
-        else:
-            contents["text"] = self.text or ""
-        return {"type": "resource", "resource": contents}
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, core_schema: CoreSchema, handler: pydantic.GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        contents = {
-            "type": "object",
-            "properties": {"uri": _TEXT, "mimeType": _TEXT, "text": _TEXT, "blob": _TEXT},
-            "required": ["uri"],
-        }
-        return _block_schema("resource", resource=contents)
-
-
-_TEXT = {"type": "string"}
-
-
-def _block_schema(kind: str, **fields: dict[str, Any]) -> JsonSchemaValue:
-    return {
-        "type": "object",
-        "properties": {"type": {"const": kind}, **fields},
-        "required": ["type", *fields],
-    }
-
 
 _CONTENT = (Image, Audio, Resource)
 

@@ -53,6 +53,7 @@ from starlette.applications import Starlette
 from .._exceptions import UsageError
 from .._records import CallRecord, Outcome, RejectedCall, render_result
 from ..dispatch._dispatch import Dispatcher
+from ..media import is_block
 from ..policy._approval import ApprovalPolicy, ApprovalRequest, Gate, PolicyFunction, as_policy
 from ..run._trace import EventSink
 from ..tools import Tool, Toolbox, lean_schema
@@ -318,15 +319,18 @@ class ToolServer:
                 content=[types.TextContent(text=outcome.error or "")], is_error=True
             )
         value = outcome.result
-        if outcome.name in self._content:
+        content: list[types.ContentBlock]
+        if outcome.name in self._content or _is_content(value):
             items = value if isinstance(value, list) else [value]
-            return types.CallToolResult(content=[_block(item) for item in items])
-        text = types.TextContent(text=render_result(value))
+            content = [_block(item) for item in items]
+        else:
+            content = [types.TextContent(text=render_result(value))]
         tool = self.tools.get(outcome.name)
         if tool is None or self._outputs[tool.name] is None:
-            return types.CallToolResult(content=[text])
+            return types.CallToolResult(content=content)
+        # A declared output schema needs structured content, media or not.
         structured = value if _is_object(tool.returns) else {"result": value}
-        return types.CallToolResult(content=[text], structured_content=structured)
+        return types.CallToolResult(content=content, structured_content=structured)
 
 
 def serve(
@@ -451,6 +455,18 @@ def _output_schema(tool: Tool) -> dict[str, Any] | None:
     if "$defs" in inner:  # references stay valid from the root they now hang below
         wrapped["$defs"] = inner.pop("$defs")
     return wrapped
+
+
+def _is_content(value: Any) -> bool:
+    """Whether a result not declared as content is media all the same: one media value, or
+    a list of media values and text (a tool annotated ``-> Any``, a raw-schema tool)."""
+    if is_block(value):
+        return True
+    return (
+        isinstance(value, list)
+        and any(is_block(item) for item in value)
+        and all(is_block(item) or isinstance(item, str) for item in value)
+    )
 
 
 def _block(item: Any) -> types.ContentBlock:

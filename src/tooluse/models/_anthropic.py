@@ -14,7 +14,10 @@ The conversation is translated to the Messages wire format:
   output, a call read from text) is sent as user text ``Output of NAME:``;
 - consecutive user-side messages are merged into one user message, since the
   API wants user and assistant turns to alternate; an assistant message with
-  neither text nor calls is left out for the same reason.
+  neither text nor calls is left out for the same reason;
+- for a model that can see (``vision=True``), each image a tool result refers to
+  (its ``media:`` reference in the text) is sent inside the ``tool_result`` as an
+  ``image`` block with its base64 source, after the text.
 
 Replies are read back: text blocks joined as the content, ``tool_use`` blocks
 as calls, ``stop_reason`` as the finish reason (verbatim: ``end_turn``,
@@ -24,6 +27,7 @@ kept only in ``raw``.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
@@ -38,6 +42,7 @@ from .._exceptions import (
     UsageError,
 )
 from .._messages import Message, ToolCall, Usage, arguments_text
+from ..media import Image, recall
 from ..tools._render import to_anthropic
 from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
@@ -96,6 +101,7 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         client: anthropic.AsyncAnthropic | None = None,
+        vision: bool = False,
     ) -> None:
         if max_tokens < 1:
             raise UsageError(f"max_tokens must be at least 1, not {max_tokens}")
@@ -111,11 +117,14 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
             max_backoff=max_backoff,
         )
         self.max_tokens = max_tokens
+        self.vision = vision
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
-        system, messages = anthropic_messages(request.messages)
+    def _params(
+        self, request: ModelRequest, names: Mapping[str, str], *, images: bool = True
+    ) -> dict[str, Any]:
+        system, messages = anthropic_messages(request.messages, vision=self.vision and images)
         for message in messages if names else ():
             for block in message["content"]:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -358,8 +367,12 @@ def _input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_raw": arguments}
 
 
-def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+def anthropic_messages(
+    messages: Sequence[Message], *, vision: bool = False
+) -> tuple[str | None, list[dict[str, Any]]]:
     """The conversation as the Messages API takes it: the system text and the messages.
+
+    With `vision`, the images tool results refer to go along as ``image`` blocks.
 
     See the module docstring for how each kind of message is translated.
     """
@@ -402,7 +415,10 @@ def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[di
         content = message.content or ""
         if message.role == "tool" and message.tool_call_id in open_calls:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-            if content:
+            images = _images(content) if vision else []
+            if images:
+                block["content"] = [{"type": "text", "text": content}, *images]
+            elif content:
                 block["content"] = content
             if message.is_error:
                 block["is_error"] = True
@@ -413,8 +429,26 @@ def anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[di
             content = f"{label}:\n{content}"
         if content:
             user_blocks.append({"type": "text", "text": content})
+            if vision and message.role == "tool":
+                user_blocks.extend(_images(content))
     flush_user()
     return ("\n\n".join(system) if system else None), out
+
+
+def _images(text: str) -> list[dict[str, Any]]:
+    """``image`` blocks for the images `text` refers to that this process still knows."""
+    return [
+        {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": value.mime_type,
+                "data": base64.b64encode(value.data).decode("ascii"),
+            },
+        }
+        for value in recall(text)
+        if isinstance(value, Image)
+    ]
 
 
 def _compact(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

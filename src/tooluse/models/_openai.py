@@ -6,6 +6,7 @@ llama.cpp's server and most hosted gateways.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -14,6 +15,7 @@ import openai
 
 from .._exceptions import ModelError, ModelResponseError
 from .._messages import Usage, openai_messages, parse_openai_message
+from ..media import Image, recall, render
 from ..tools._render import to_openai
 from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import (
@@ -51,6 +53,11 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
     `respond_stream` sends ``stream=True`` and passes text and call pieces on
     as they arrive; call arguments are assembled from their pieces and usage
     is read from the final chunk (``stream_options.include_usage``).
+
+    `vision` says the model can see: an image a tool returned (shown in the tool
+    message as its description and ``media:`` reference) is then sent as image
+    content as well, in a user message after the tool messages, since a tool message
+    cannot carry an image. A model without it reads the description alone.
     """
 
     _vendor = "openai"
@@ -73,6 +80,7 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
         client: openai.AsyncOpenAI | None = None,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        vision: bool = False,
     ) -> None:
         super().__init__(
             model,
@@ -86,12 +94,17 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
             max_backoff=max_backoff,
         )
         self.strict_tools = strict_tools
+        self.vision = vision
         self.extra_body = dict(extra_body) if extra_body else {}
 
     # --- the request ------------------------------------------------------------------
 
-    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
+    def _params(
+        self, request: ModelRequest, names: Mapping[str, str], *, images: bool = True
+    ) -> dict[str, Any]:
         messages = openai_messages(request.messages)
+        if self.vision and images:
+            messages = with_images(messages)
         if names:
             for message in messages:
                 for call in message.get("tool_calls", ()):
@@ -208,6 +221,48 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
                 not_found_hint="check the model name, and base_url (it usually ends in /v1)",
             )
         return Failure(ModelError, f"the openai client failed: {exc}")
+
+
+def with_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The wire messages with the images that tool results refer to, as image content.
+
+    After each run of tool messages (and outputs sent as user text) whose text holds
+    ``media:`` references this process still knows, one user message carries each
+    image as an ``image_url`` part with a ``data:`` URL, its reference written before
+    it so that the model can tell which is which.
+    """
+    out: list[dict[str, Any]] = []
+    pending: list[Image] = []
+
+    def flush() -> None:
+        if pending:
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": "The images the tool results above refer to:"}
+            ]
+            for image in pending:
+                parts.append({"type": "text", "text": render(image)})
+                parts.append({"type": "image_url", "image_url": {"url": _data_url(image)}})
+            out.append({"role": "user", "content": parts})
+            pending.clear()
+
+    for message in messages:
+        content = message.get("content")
+        is_result = message["role"] == "tool" or (
+            message["role"] == "user" and isinstance(content, str) and content.startswith("Output")
+        )
+        if not is_result:
+            flush()
+        out.append(message)
+        if is_result and isinstance(content, str):
+            for value in recall(content):
+                if isinstance(value, Image) and value not in pending:
+                    pending.append(value)
+    flush()
+    return out
+
+
+def _data_url(image: Image) -> str:
+    return f"data:{image.mime_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:

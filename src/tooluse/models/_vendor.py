@@ -13,6 +13,7 @@ the stream got, since what was passed on cannot be taken back.
 
 from __future__ import annotations
 
+import warnings
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
@@ -23,7 +24,12 @@ try:  # the transport under the SDKs: httpx2 in recent releases, httpx before
 except ImportError:  # pragma: no cover - older SDKs
     import httpx as _http  # type: ignore[no-redef]
 
-from .._exceptions import ModelConnectionError, ModelResponseError, UsageError
+from .._exceptions import (
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelResponseError,
+    UsageError,
+)
 from .._messages import ToolCall, Usage
 from ._base import Delta, DeltaSink, Model, ModelRequest, ModelResponse, own_names, wire_names
 from ._retry import Failure, RetryPolicy, resolve_key, timed_out, with_retries
@@ -125,6 +131,8 @@ class VendorModel(Model, Generic[ClientT]):
         self._client: ClientT = client
         self._responses = 0
         self._closed = False
+        #: Whether the model can see: images of tool results are sent as image content.
+        self.vision = False
 
     @property
     def client(self) -> ClientT:
@@ -144,13 +152,49 @@ class VendorModel(Model, Generic[ClientT]):
     async def respond(self, request: ModelRequest) -> ModelResponse:
         names = self._start(request)
         params = self._params(request, names)
-        body = await with_retries(
-            lambda: self._post(params),
-            catch=self._sdk_error,
-            classify=self._failure,
-            policy=self._policy(),
-        )
+
+        async def send(params: dict[str, Any]) -> bytes:
+            return await with_retries(
+                lambda: self._post(params),
+                catch=self._sdk_error,
+                classify=self._failure,
+                policy=self._policy(),
+            )
+
+        try:
+            body = await send(params)
+        except ModelBadRequestError as exc:
+            plain = self._without_images(request, names, params, exc)
+            if plain is None:
+                raise
+            body = await send(plain)
         return self._finish(self._checked(body), names)
+
+    def _without_images(
+        self,
+        request: ModelRequest,
+        names: Mapping[str, str],
+        params: dict[str, Any],
+        refusal: ModelBadRequestError,
+    ) -> dict[str, Any] | None:
+        """The request without its images, if a vision model refused one that had some.
+
+        A server that cannot take an image (too large, a type it does not read, a model
+        that cannot see after all) refuses the whole request; the run goes on with the
+        images' descriptions, which the tool messages hold anyway, and says so once.
+        """
+        if not self.vision:
+            return None
+        plain = self._params(request, names, images=False)
+        if plain == params:
+            return None
+        warnings.warn(
+            f"{self.name} refused a request with images ({refusal}); it was sent again "
+            "with their descriptions only",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return plain
 
     async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
         """`respond`, streamed: each piece passed on as it arrives.
@@ -189,12 +233,22 @@ class VendorModel(Model, Generic[ClientT]):
                 ) from exc
             return reading.body(self.model)
 
-        body = await with_retries(
-            attempt,
-            catch=breaks,
-            classify=lambda exc: self._stream_failure(exc)[0],
-            policy=self._policy(),
-        )
+        async def send() -> Mapping[str, Any]:
+            return await with_retries(
+                attempt,
+                catch=breaks,
+                classify=lambda exc: self._stream_failure(exc)[0],
+                policy=self._policy(),
+            )
+
+        try:
+            body = await send()
+        except ModelBadRequestError as exc:
+            plain = self._without_images(request, names, params, exc)
+            if plain is None or passed:
+                raise
+            params = plain
+            body = await send()
         return self._finish(body, names)
 
     def _start(self, request: ModelRequest) -> dict[str, str]:
@@ -263,8 +317,11 @@ class VendorModel(Model, Generic[ClientT]):
     # --- what each backend says -------------------------------------------------------
 
     @abstractmethod
-    def _params(self, request: ModelRequest, names: Mapping[str, str]) -> dict[str, Any]:
-        """The SDK's arguments for `request`, its tools named by their wire `names`."""
+    def _params(
+        self, request: ModelRequest, names: Mapping[str, str], *, images: bool = True
+    ) -> dict[str, Any]:
+        """The SDK's arguments for `request`, its tools named by their wire `names`;
+        with the images tool results refer to if the model can see and `images`."""
 
     @abstractmethod
     async def _post(self, params: dict[str, Any]) -> bytes:
