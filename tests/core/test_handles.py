@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tooluse import Agent, Limits, Message, tool
+from tooluse import Agent, Approval, Limits, Message, tool
 from tooluse import events as ev
 from tooluse._exceptions import UsageError
 from tooluse.models import ScriptedModel
@@ -311,3 +311,29 @@ def test_the_trace_records_handles_and_the_view_shows_them(tmp_path: Path) -> No
 def test_a_result_limit_too_small_is_refused(limit: int) -> None:
     with pytest.raises(UsageError, match=r"must be at least 100 characters"):
         Limits(result_limit=limit)
+
+
+def test_a_run_resumed_after_approval_keeps_its_handles() -> None:
+    received.clear()
+
+    @tool(side_effects=True)
+    def save(note: str) -> str:
+        """Save a note."""
+        return "saved"
+
+    model = scripted(
+        [
+            lambda _: json_call("list_items", n=2_000),
+            lambda _: json_call("save", note="listed"),
+            lambda h: json_call("total_price", items=h),
+            lambda _: "done",
+        ]
+    )
+    agent = Agent(model, [list_items, save, total_price], approval=lambda _: Approval.defer())
+    paused = agent.run("List, note, total.")
+    assert paused.status == "needs_approval"
+    (pending,) = paused.pending
+    result = agent.resume(paused, {pending.call_id: True})
+    assert result.status == "completed", result.error
+    assert not result.rejected  # the handle shown before the pause still names the list
+    assert received == [list_items(2_000)]

@@ -32,6 +32,8 @@ __all__ = ["HANDLE", "Handles", "Kept", "describe"]
 
 #: Characters of a value the model sees before its handle's id.
 _PREVIEW = 400
+#: How the message that shows a kept result begins, its handle right after.
+_SHOWN_START = "[stored as "
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +143,27 @@ class Handles:
         self._kept[handle] = kept
         return kept
 
+    def adopt(self, shown: str, call_id: str, value: Any) -> None:
+        """Take up a handle a resumed run showed before it paused: `shown` is the tool
+        message it was shown in, `value` the recorded result of call `call_id`.
+
+        A run paused for approval is the same run when it goes on: the handles in its
+        conversation must still name their results. Does nothing for other messages.
+        """
+        if not shown.startswith(_SHOWN_START):
+            return
+        found = HANDLE.match(shown, len(_SHOWN_START))
+        if found is None:
+            return
+        text = render_result(value)
+        kind, shape = describe(value)
+        self._kept[found.group()] = Kept(found.group(), call_id, value, kind, shape, len(text))
+
     def shown(self, kept: Kept, text: str) -> str:
         """What the model sees of a kept result: its handle, kind and shape, a preview."""
         size = "" if kept.kind == "text" else f" ({kept.chars:,} characters)"  # text says it
         return (
-            f"[stored as {kept.handle}: {kept.shape}{size}]\n"
+            f"{_SHOWN_START}{kept.handle}: {kept.shape}{size}]\n"
             f"Preview: {_preview(kept.value, text)}\n"
             f'To give a tool the whole value, pass the string "{kept.handle}" as the argument.'
         )

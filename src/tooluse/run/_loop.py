@@ -190,9 +190,14 @@ class RunState:
         The lists and messages are copied (the run numbers and windows its own); the
         records in them are kept as they are, since nothing changes a record once made.
         """
+        recorded = {c.id: c for c in result.calls} if self.handles is not None else {}
         for message in result.messages:
             self.add(replace(message))
             self.call_ids.update(call.id for call in message.tool_calls)
+            record = recorded.get(message.tool_call_id or "") if message.role == "tool" else None
+            if record is not None and self.handles is not None and message.content:
+                # The handles shown before the pause still name their results.
+                self.handles.adopt(message.content, record.id, record.result)
         self.calls.extend(result.calls)
         self.rejected.extend(result.rejected)
         self.scripts.extend(result.scripts)
@@ -466,11 +471,13 @@ def _plan_turn(
         paused = PausedPlan(task=task, round=round_, plan_id=plan_id, code=program.code, done=ended)
         _pause(state, run.pending, paused)
         return False
-    report = run.report()
     if run.ok and state.handles is not None:
-        text = render_result(run.result)
+        text = render_result(run.result)  # written once, whatever its size
         if len(text) > state.handles.limit:
-            report = run.report(_by_reference(state, plan_id, run.result, text, round_))
+            text = _by_reference(state, plan_id, run.result, text, round_)
+        report = run.report(text)
+    else:
+        report = run.report()
     state.add(Message("tool", report, tool_call_id=plan_id, name="plan", is_error=not run.ok))
     if state.tracing:
         state.emit(
