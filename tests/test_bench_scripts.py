@@ -46,6 +46,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "ray_sweep.py",
         "toolsearch.py",
         "durable.py",
+        "by_reference.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:

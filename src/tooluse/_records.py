@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,7 @@ from ._written import read, write
 from .media import render_value
 
 __all__ = [
+    "HANDLE",
     "Answered",
     "CallRecord",
     "Outcome",
@@ -20,6 +22,7 @@ __all__ = [
     "call_identity",
     "call_key",
     "canonical_arguments",
+    "names_handle",
     "render_result",
 ]
 
@@ -50,6 +53,22 @@ def call_key(name: str, arguments: Mapping[str, Any]) -> str:
     """
     text = json.dumps([name, arguments], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: A call's result kept by reference, as a model names it in arguments: the whole string,
+#: ``@r3-5f1c0a`` (result 3 of the run tagged 5f1c0a; see `tooluse.dispatch._handles`).
+HANDLE = re.compile(r"@r[0-9]+-[0-9a-f]{6}")
+
+
+def names_handle(value: Any) -> bool:
+    """Whether `value` (JSON data) holds a string that is exactly a handle, at any depth."""
+    if isinstance(value, str):
+        return HANDLE.fullmatch(value) is not None
+    if isinstance(value, dict):
+        return any(names_handle(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(names_handle(v) for v in value)
+    return False
 
 
 def render_result(value: Any) -> str:

@@ -50,6 +50,8 @@ __all__ = [
     "ContextOffload",
     "Event",
     "Feedback",
+    "HandleStored",
+    "HandleUsed",
     "InternalError",
     "ModelDelta",
     "ModelReply",
@@ -732,6 +734,78 @@ def context_move(record: CallRecord) -> ContextOffload | ContextCompress | None:
     return cls("agent", ids, record.round, record.id)
 
 
+# --- results kept by reference ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HandleStored(Event):
+    """A result over the run's result limit was kept whole: the model was shown `handle`.
+
+    `call_id` is the call (or plan) whose recorded result it is; `shape` is what the
+    model was told of it (``list of 2,000 dicts with keys sku, name, price``), `chars`
+    the length of its text.
+    """
+
+    kind: ClassVar[str] = "handle"
+    tag: ClassVar[str] = "handle_stored"
+    streamed: ClassVar[bool] = True
+    handle: str
+    call_id: str
+    shape: str
+    chars: int
+    round: int = 0
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "handle": self.handle,
+            "call_id": self.call_id,
+            "shape": self.shape,
+            "chars": self.chars,
+            "round": self.round,
+        }
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> HandleStored:
+        return cls(
+            str(d["handle"]),
+            str(d["call_id"]),
+            str(d.get("shape", "")),
+            int(d.get("chars", 0)),
+            int(d.get("round", 0)),
+            t=t,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HandleUsed(Event):
+    """The arguments of call `call_id` (to tool `name`) named `handles`; the tool was
+    given the values they stand for."""
+
+    kind: ClassVar[str] = "handle_used"
+    handles: tuple[str, ...]
+    call_id: str
+    name: str
+    round: int = 0
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "handles": list(self.handles),
+            "call_id": self.call_id,
+            "name": self.name,
+            "round": self.round,
+        }
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> HandleUsed:
+        return cls(
+            tuple(str(h) for h in d["handles"]),
+            str(d["call_id"]),
+            str(d.get("name", "")),
+            int(d.get("round", 0)),
+            t=t,
+        )
+
+
 # --- approvals -------------------------------------------------------------------------
 
 
@@ -850,6 +924,8 @@ _CLASSES: tuple[type[Event], ...] = (
     PlanEnd,
     ContextOffload,
     ContextCompress,
+    HandleStored,
+    HandleUsed,
     ApprovalNeeded,
     Paused,
     ApprovalDecided,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,12 @@ def read_page(n: int) -> str:
 def dump(n: int) -> str:
     """Return a very large log."""
     return "\n".join(f"log line {i} of dump {n}: status ok" for i in range(2000))
+
+
+@tool
+def count_lines(text: str) -> int:
+    """How many lines a text has."""
+    return len(text.splitlines())
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -73,16 +80,26 @@ def test_harness_offloads_oldest_first_and_keeps_the_budget() -> None:
     assert len(result.calls) == 15
 
 
-def test_large_results_enter_as_head_tail_and_handle() -> None:
+def test_large_results_enter_as_a_handle_the_next_call_passes_on() -> None:
     policy = ContextPolicy(budget=50_000, result_limit=300)
-    replies = [call("dump", n=1), call("context_query", query="m3"), {"content": "ok"}]
-    result, model = run(replies, policy, [dump])
+
+    def respond(messages: Sequence[Message]) -> dict[str, Any] | str:
+        if len([m for m in messages if m.role == "assistant"]) == 0:
+            return call("dump", n=1)
+        if len([m for m in messages if m.role == "assistant"]) == 1:
+            handle = re.findall(r"@r[0-9]+-[0-9a-f]{6}", messages[-1].content or "")[0]
+            return call("count_lines", text=handle)
+        return {"content": "ok"}
+
+    model = ScriptedModel(respond)
+    result = Agent(model, [dump, count_lines], context=policy).run("Read the manual.")
     shown = model.requests[1].messages[-1].content or ""
-    assert "characters cut; the whole result is stored as m3" in shown
-    assert count_tokens(shown) < 600
-    (query_call,) = [c for c in result.calls if c.name == "context_query"]
-    assert query_call.result[0]["id"] == "m3"
-    assert query_call.result[0]["text"] == dump(1)  # the full payload came back
+    # over the policy's result limit: a handle, its shape and a preview, not the text
+    assert re.match(
+        r"\[m3\] \[stored as @r[0-9]+-[0-9a-f]{6}: text of 68,889 characters, 2,000 lines\]", shown
+    )
+    assert count_tokens(shown) < 300
+    assert result.calls[1].result == 2_000  # the tool was given the whole text
 
 
 def test_agent_offload_and_query_by_description() -> None:

@@ -38,6 +38,8 @@ SAMPLES: list[events.Event] = [
     events.PlanEnd("plan_1", 1, "a = f()", True, (events.PlanStep("a", 1, "ok"),), "done", t=16),
     events.ContextOffload("harness", ("m1", "m2"), 3, t=17.0),
     events.ContextCompress("agent", ("m3",), 4, t=18.0),
+    events.HandleStored("@r3", "c2", "list of 2,000 dicts with keys sku, name", 50_033, 2, t=18.5),
+    events.HandleUsed(("@r3",), "c4", "total_price", 3, t=18.6),
     events.ApprovalNeeded((ApprovalRequest("c3", "send", {"to": "x"}, "model", "why", 2),), t=19),
     events.Paused(2, t=20.0),
     events.ApprovalDecided(("c3",), t=21.0),

@@ -75,7 +75,10 @@ async def test_a_result_too_long_for_json_is_recorded_as_text() -> None:
     call = only_call(result)
     assert call.ok and call.result == _decimal(7**9000)
     assert any("as text" in note for note in call.repairs)
-    assert result.messages[2].content == call.result
+    # Over the result limit: the model is shown the text's handle, the record keeps it whole.
+    shown = result.messages[2].content
+    assert shown.startswith("[stored as @r1-")
+    assert f": text of {len(call.result):,} characters, 1 line]" in shown
 
 
 async def test_a_nested_result_too_long_for_json_keeps_its_shape(agents: list[Agent]) -> None:

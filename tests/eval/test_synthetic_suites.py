@@ -173,3 +173,21 @@ def test_a_chain_answer_naming_the_wrong_person_fails() -> None:
     row = asyncio.run(evaluate(task, "json", model=ScriptedModel(respond)))
     assert not row.correct and third in row.detail
     assert row.recall == 0.5
+
+
+def test_fanout_with_large_records_passes_with_handles_and_without(sandbox: Sandbox) -> None:
+    with_handles = FanoutTask("discovered", 12, record_chars=2_000, result_limit=1_000)
+    whole = FanoutTask("discovered", 12, record_chars=2_000, result_limit=None)
+    record = with_handles.setup().turns[0].tools.get("get_stock")
+    assert record is not None
+    sku = with_handles.catalog.skus[0]
+    value = record.function(sku=sku)
+    assert value["stock"] == with_handles.catalog.stock[sku]
+    assert 1_900 <= len(json.dumps(value)) <= 2_300  # about 2 KB a result
+    handled_rows, shown_rows = _rows([with_handles], sandbox), _rows([whole], sandbox)
+    _assert_all_pass([*handled_rows, *shown_rows])
+    handled = {r.convention: r.input_tokens for r in handled_rows}
+    shown = {r.convention: r.input_tokens for r in shown_rows}
+    # Twelve 2 KB records: a handle and preview each cost JSON calling far less than the text.
+    assert handled["json"] < shown["json"] / 2
+    assert handled["code"] == shown["code"]  # a script holds the records either way

@@ -181,6 +181,21 @@ def samples(ask: Path, tmp_path: Path) -> list[dict[str, object]]:
         },
         {"event": "context_offload", "by": "agent", "ids": ["m1"], "round": 1},
         {"event": "context_compress", "by": "agent", "ids": ["m2"], "round": 1},
+        {
+            "event": "handle_stored",
+            "handle": "@r1-5f1c0a",
+            "call_id": "c9",
+            "shape": "list of 2,000 dicts with keys sku",
+            "chars": 50_033,
+            "round": 1,
+        },
+        {
+            "event": "handle_used",
+            "handles": ["@r1-5f1c0a"],
+            "call_id": "c10",
+            "name": "balance",
+            "round": 2,
+        },
         {"event": "run_resumed", "decisions": ["c2"]},  # the release before wrote this
     ]
     return real + by_hand

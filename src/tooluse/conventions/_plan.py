@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._exceptions import InvalidCallError
+from .._records import names_handle
 from .._syntax import dotted
 from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
@@ -347,6 +348,8 @@ def _check_literals(tool: Tool, arguments: Mapping[str, ast.expr], *, name: str,
             literal[key] = ast.literal_eval(expression)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return  # uses a step's value: checked when the step runs
+    if names_handle(literal):
+        return  # a handle stands for a stored value: checked when the step runs, resolved
     try:
         ArgumentChecker(tool.parameters).check(literal)
     except ArgumentsError as exc:

@@ -50,6 +50,7 @@ from .._messages import ToolCall
 from .._records import CallRecord, Outcome, RejectedCall
 from ..policy._approval import Approval, ApprovalRequest, Gate
 from ..tools import RunContext, Tool, Toolbox
+from ._handles import Handles
 from ._ledger import Ledger
 from ._running import DirectRun, Execution, Runner
 from ._validation import Prepared, Validator, arguments_text, caller_of
@@ -97,6 +98,8 @@ class Dispatcher:
             first: this is how a run keeps every call, whatever stops it.
         deps: the run's dependencies, given to each tool that takes a `RunContext`.
         durable: the record of a durable run (see `DurableCalls`); None for a plain run.
+        handles: the run's results kept by reference (see `Handles`): a string argument
+            that is exactly a handle is given to the tool as the value it names.
     """
 
     def __init__(
@@ -112,6 +115,7 @@ class Dispatcher:
         on_ended: Callable[[Outcome], None] | None = None,
         deps: Any = None,
         durable: DurableCalls | None = None,
+        handles: Handles | None = None,
     ) -> None:
         self.timeout = timeout
         self.deps = deps
@@ -119,7 +123,9 @@ class Dispatcher:
         self.on_ended = on_ended
         self.max_calls_per_turn = max_calls_per_turn
         self.gate = gate
-        self._validator = Validator(tools, max_argument_bytes=max_argument_bytes, unloaded=unloaded)
+        self._validator = Validator(
+            tools, max_argument_bytes=max_argument_bytes, unloaded=unloaded, handles=handles
+        )
         self._runner = Runner(max_concurrency)
 
     @property

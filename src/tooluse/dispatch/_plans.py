@@ -61,15 +61,17 @@ class PlanRun:
     def result(self) -> Any:
         return self.steps[-1].value
 
-    def report(self) -> str:
-        """What the model is shown: the result, or where the plan failed and why."""
+    def report(self, shown: str | None = None) -> str:
+        """What the model is shown: the result, or where the plan failed and why.
+
+        ``shown`` stands for the result's text (a handle for a large result).
+        """
         calls = sum(s.calls for s in self.steps)
         reused = sum(s.reused for s in self.steps)
         made = f"{calls} call(s)" + (f", {reused} reused from an earlier plan" if reused else "")
         if self.ok:
-            return f"The plan ran {len(self.steps)} step(s) ({made}). Result:\n" + render_result(
-                self.result
-            )
+            text = render_result(self.result) if shown is None else shown
+            return f"The plan ran {len(self.steps)} step(s) ({made}). Result:\n" + text
         counts = dict.fromkeys(("done", "failed", "not run"), 0)
         for step in self.steps:
             counts[step.status] += 1

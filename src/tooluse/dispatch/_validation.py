@@ -23,6 +23,7 @@ from .._records import RejectedCall
 from ..sandbox._wire import json_encoder
 from ..tools import Caller, Tool, Toolbox
 from ..tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
+from ._handles import Handles
 
 __all__ = ["Prepared", "Validator", "arguments_text", "caller_of"]
 
@@ -60,8 +61,12 @@ class Validator:
         *,
         max_argument_bytes: int,
         unloaded: Callable[[str], str | None] | None = None,
+        handles: Handles | None = None,
     ) -> None:
         self.tools = tools
+        #: The run's results kept by reference: handles in arguments are resolved
+        #: from here before any check, so the checks and the tool see the value.
+        self.handles = handles
         self.max_argument_bytes = max_argument_bytes
         #: With tool search: the refusal for a model's call of a tool not loaded yet.
         self.unloaded = unloaded
@@ -158,6 +163,17 @@ class Validator:
         source: str,
         text: str,
     ) -> Prepared | RejectedCall:
+        # Arguments with no "@r" in their text name no handle: they pay one scan of it.
+        if self.handles is not None and "@r" in text:
+            resolved = self.handles.resolve(call_id, parsed)
+            if isinstance(resolved, str):
+                return self.reject(
+                    ToolCall(call_id, tool.name, text),
+                    f"invalid call to {tool.name}: {resolved}",
+                    round_=round_,
+                    source=source,
+                )
+            parsed = resolved
         checker = self._checkers.get(tool.name)
         try:
             if checker is None:

@@ -127,7 +127,7 @@ def _agent(
         convention=convention,
         max_rounds=calls.max_rounds or task.max_rounds,
         system_prompt=setup.system_prompt,
-        limits=Limits(max_calls_per_turn=task.max_calls_per_turn),
+        limits=Limits(max_calls_per_turn=task.max_calls_per_turn, result_limit=task.result_limit),
         sandbox=sandbox,
         tool_choice=calls.tool_choice,
         parallel_tool_calls=calls.parallel_tool_calls,

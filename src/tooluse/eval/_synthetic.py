@@ -107,7 +107,21 @@ def _catalog(seed: int, variant: str, width: int) -> _Catalog:
     return _Catalog(category, tuple(skus), stock)
 
 
-def _fanout_tools(catalog: _Catalog) -> Toolbox:
+def _record(catalog: _Catalog, sku: str, chars: int) -> dict[str, Any]:
+    """A product's stock record of about `chars` characters: the count first, then bulk."""
+    stock = catalog.stock[sku]
+    record: dict[str, Any] = {"sku": sku, "stock": stock, "category": catalog.category}
+    movements: list[str] = []
+    day = 0
+    while len(str(record)) + sum(len(m) + 4 for m in movements) < chars:
+        day += 1
+        moved = digest(sku, "moved", day) % 40
+        movements.append(f"day {day}: {moved} units moved between warehouse A and B")
+    record["movements"] = movements
+    return record
+
+
+def _fanout_tools(catalog: _Catalog, record_chars: int = 0) -> Toolbox:
     def list_products(category: str) -> list[str]:
         """List the SKU of every product in a category.
 
@@ -129,6 +143,20 @@ def _fanout_tools(catalog: _Catalog) -> Toolbox:
             raise KeyError(f"no product with SKU {sku!r}")
         return catalog.stock[key]
 
+    def get_stock_record(sku: str) -> dict[str, Any]:
+        """Return a product's stock record: its units in stock ('stock') and its movements.
+
+        Args:
+            sku: the product's SKU, e.g. 'GAR-1F2A'
+        """
+        key = sku.strip().upper()
+        if key not in catalog.stock:
+            raise KeyError(f"no product with SKU {sku!r}")
+        return _record(catalog, key, record_chars)
+
+    if record_chars:
+        # Large per-item results (data by reference): named get_stock like the plain one.
+        return Toolbox([list_products, Tool.from_function(get_stock_record, name="get_stock")])
     return Toolbox([list_products, get_stock])
 
 
@@ -149,9 +177,21 @@ class FanoutTask(Task):
 
     suite = "fanout"
 
-    def __init__(self, variant: str, width: int, seed: int = 0) -> None:
+    def __init__(
+        self,
+        variant: str,
+        width: int,
+        seed: int = 0,
+        *,
+        record_chars: int = 0,
+        result_limit: int | None = 6_000,
+    ) -> None:
         if variant not in FANOUT_VARIANTS:
             raise ValueError(f"unknown fan-out variant {variant!r}")
+        #: With a positive value, each ``get_stock`` result is a record of about this
+        #: many characters whose ``stock`` field is the count (data by reference).
+        self.record_chars = record_chars
+        self.result_limit = result_limit
         self.variant = variant
         self.width = width
         self.seed = seed
@@ -176,7 +216,7 @@ class FanoutTask(Task):
         )
 
     def setup(self) -> Setup:
-        tools = _fanout_tools(self.catalog)
+        tools = _fanout_tools(self.catalog, self.record_chars)
         if self.variant == "listed":
             tools = Toolbox([t for t in tools if t.name == "get_stock"])
         expect = Expect(tool="get_stock", argument="sku", values=list(self.catalog.skus))
@@ -193,6 +233,8 @@ class FanoutTask(Task):
         stock = [Call("get_stock", {"sku": sku}) for sku in catalog.skus]
         answer = f"The {self.width} products have {catalog.total} units in stock in total."
         get_stock = signatures(setup.turns[0].tools)["get_stock"].function
+        # A record's count is its "stock" field; a plain result is the count.
+        units = "s['stock'] for s in stock" if self.record_chars else "stock"
         if self.variant == "discovered":
             listing = Call("list_products", {"category": catalog.category})
             lister = signatures(setup.turns[0].tools)["list_products"]
@@ -201,12 +243,12 @@ class FanoutTask(Task):
                 f"skus = {call_expression(listing, lister)}\n"
                 f"stock = {MODULE}.parallel({MODULE}.{get_stock}, "
                 '[{"sku": sku} for sku in skus])\n'
-                "print(sum(stock))\n"
+                f"print(sum({units}))\n"
             )
             plan = (
                 f"skus = {lister.function}(category={catalog.category!r})\n"
                 f"stock = [{get_stock}(sku=sku) for sku in skus]\n"
-                "total = sum(stock)\n"
+                f"total = sum({units})\n"
             )
             return [OracleTurn(steps=[[listing], stock], script=script, answer=answer, plan=plan)]
         script = (
@@ -214,12 +256,12 @@ class FanoutTask(Task):
             f"skus = {list(catalog.skus)!r}\n"
             f"stock = {MODULE}.parallel({MODULE}.{get_stock}, "
             '[{"sku": sku} for sku in skus])\n'
-            "print(sum(stock))\n"
+            f"print(sum({units}))\n"
         )
         plan = (
             f"skus = {list(catalog.skus)!r}\n"
             f"stock = [{get_stock}(sku=sku) for sku in skus]\n"
-            "total = sum(stock)\n"
+            f"total = sum({units})\n"
         )
         return [OracleTurn(steps=[stock], script=script, answer=answer, plan=plan)]
 

@@ -107,6 +107,9 @@ class Task(ABC):
     #: Model requests allowed per turn.
     max_rounds: int = 10
     max_calls_per_turn: int = 128
+    #: A call's result longer than this many characters is shown by handle
+    #: (`Limits.result_limit`); None shows every result whole.
+    result_limit: int | None = 6_000
     #: Whether a run may pad the toolbox with distractors and defer it behind tool
     #: search (`CallPolicy.tool_search`); single-turn tasks whose score ignores it.
     searchable: bool = False

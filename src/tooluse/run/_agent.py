@@ -36,6 +36,7 @@ from ..context._store import ContextStore
 from ..context._window import ContextPolicy, ContextWindow
 from ..conventions import Convention, get_convention
 from ..dispatch._dispatch import Dispatcher
+from ..dispatch._handles import Handles
 from ..dispatch._scripts import ScriptRunner
 from ..models import CallDelta, Delta, Model, ToolChoice
 from ..policy._approval import (
@@ -676,6 +677,14 @@ class Agent(Closing):
             tools = tools.merged(Toolbox([searching.tool]))
         # Every outcome as it is made: what a stopped turn or script ended is kept from here.
         ended: list[Outcome] = []
+        handles: Handles | None = None
+        # A durable run's handles are tagged by its id: a recovered run makes the same ones.
+        handles_of = durable.run_id if durable is not None else None
+        if self.context is not None:
+            # The window's 3 characters a token.
+            handles = Handles(self.context.result_limit * 3, handles_of)
+        elif self.limits.result_limit is not None:
+            handles = Handles(self.limits.result_limit, handles_of)
         dispatcher = Dispatcher(
             tools,
             timeout=self.limits.tool_timeout,
@@ -687,6 +696,7 @@ class Agent(Closing):
             on_ended=ended.append,
             deps=deps,
             durable=durable,
+            handles=handles,
         )
         run = _Run(
             self,
@@ -705,6 +715,7 @@ class Agent(Closing):
         if durable is not None:
             durable.emit = run.emit
         run.state.context = window
+        run.state.handles = handles
         if searching is not None:
             run.searching = searching
             run.shown = shown

@@ -25,6 +25,12 @@ class Limits:
         cycle_limit: identical call+result repeats, or turns a call failed
             with the same arguments, that end the run with status ``cycle``
             (None: never); the model is warned earlier.
+        result_limit: a call's result whose text is longer than this many
+            characters is kept by reference: the model sees a handle (``@r3``),
+            the value's shape and a preview, and passes the handle as an argument
+            to give a tool the whole value. None shows every result in full
+            (clipped at 50,000 characters). With a `ContextPolicy`, its own
+            ``result_limit`` (tokens, about 3 characters each) is used instead.
     """
 
     tool_timeout: float | None = 60.0
@@ -32,6 +38,7 @@ class Limits:
     max_concurrency: int = 16
     max_calls_per_turn: int = 128
     cycle_limit: int | None = 5
+    result_limit: int | None = 6_000
 
     def __post_init__(self) -> None:
         for name in ("max_concurrency", "max_calls_per_turn"):
@@ -41,5 +48,7 @@ class Limits:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"Limits({name}=...) must be a positive number of seconds")
+        if self.result_limit is not None and self.result_limit < 100:
+            raise UsageError("Limits(result_limit=...) must be at least 100 characters, or None")
         if self.cycle_limit is not None and self.cycle_limit < 1:
             raise UsageError("Limits(cycle_limit=...) must be at least 1, or None")

@@ -23,12 +23,21 @@ from typing import Any
 from .. import events as ev
 from .._exceptions import ModelError
 from .._messages import Message, ToolCall, Usage
-from .._records import Answered, CallRecord, Outcome, RejectedCall, ScriptRecord, call_identity
+from .._records import (
+    Answered,
+    CallRecord,
+    Outcome,
+    RejectedCall,
+    ScriptRecord,
+    call_identity,
+    render_result,
+)
 from .._tokens import count_tokens
 from ..context._prefix import Conversation
 from ..context._window import ContextWindow
 from ..conventions import Answer, Calls, Convention, Plan, Prepared, Retry, Script
 from ..conventions._plan import PlanConvention, PlanError, PlanProgram
+from ..dispatch._handles import Handles
 from ..dispatch._plans import PlanRun, run_plan
 from ..models import ModelRequest, ModelResponse, ToolChoice
 from ..policy._approval import ApprovalRequest
@@ -147,6 +156,8 @@ class RunState:
     count_tokens: bool = True
     #: The budgeted window, when the agent has a context policy.
     context: ContextWindow | None = None
+    #: Results over the result limit, kept by reference (None: shown clipped instead).
+    handles: Handles | None = None
     #: o200k tokens of all messages so far, kept as messages are added so a
     #: round costs the same however long the conversation is.
     context_tokens: int = 0
@@ -179,9 +190,14 @@ class RunState:
         The lists and messages are copied (the run numbers and windows its own); the
         records in them are kept as they are, since nothing changes a record once made.
         """
+        recorded = {c.id: c for c in result.calls} if self.handles is not None else {}
         for message in result.messages:
             self.add(replace(message))
             self.call_ids.update(call.id for call in message.tool_calls)
+            record = recorded.get(message.tool_call_id or "") if message.role == "tool" else None
+            if record is not None and self.handles is not None and message.content:
+                # The handles shown before the pause still name their results.
+                self.handles.adopt(message.content, record.id, record.result)
         self.calls.extend(result.calls)
         self.rejected.extend(result.rejected)
         self.scripts.extend(result.scripts)
@@ -252,6 +268,9 @@ def _record_outcomes(state: RunState, outcomes: Sequence[Outcome]) -> None:
         if state.tracing and outcome.id not in state.told:
             state.told.add(outcome.id)
             state.emit(ev.call_outcome(outcome))
+            used = state.handles.used.get(outcome.id) if state.handles is not None else None
+            if used:
+                state.emit(ev.HandleUsed(used, outcome.id, outcome.name, outcome.round))
             # A context tool that ran moved messages out of the window.
             moved = ev.context_move(outcome) if isinstance(outcome, CallRecord) else None
             if moved is not None:
@@ -311,9 +330,20 @@ def _finish_turn(
     executed: list[tuple[CallRecord, str]] = []
     for outcome in outcomes:
         whole = outcome.content
-        # With a context window, large results go to the store whole instead.
-        content = whole if state.context is not None else _clip(whole, config.max_result_chars)
         failed = not isinstance(outcome, CallRecord) or not outcome.ok
+        handles = state.handles
+        if (
+            handles is not None
+            and len(whole) > handles.limit
+            and isinstance(outcome, CallRecord)
+            and outcome.ok
+        ):
+            # A large result the model passes on by its handle, never by copying it.
+            content = _by_reference(state, outcome.id, outcome.result, whole, round_)
+        elif state.context is not None:
+            content = whole  # the window stores what is over its limit
+        else:
+            content = _clip(whole, config.max_result_chars)
         if isinstance(outcome, CallRecord):
             executed.append((outcome, whole))
         state.add(
@@ -441,7 +471,13 @@ def _plan_turn(
         paused = PausedPlan(task=task, round=round_, plan_id=plan_id, code=program.code, done=ended)
         _pause(state, run.pending, paused)
         return False
-    report = run.report()
+    if run.ok and state.handles is not None:
+        text = render_result(run.result)  # written once, whatever its size
+        if len(text) > state.handles.limit:
+            text = _by_reference(state, plan_id, run.result, text, round_)
+        report = run.report(text)
+    else:
+        report = run.report()
     state.add(Message("tool", report, tool_call_id=plan_id, name="plan", is_error=not run.ok))
     if state.tracing:
         state.emit(
@@ -529,6 +565,16 @@ def _results_of(calls: Sequence[CallRecord], config: LoopConfig) -> str:
         arguments = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
         lines.append(f"{call.name}({arguments}) -> {_clip(call.content, each)}")
     return "\n".join(lines)
+
+
+def _by_reference(state: RunState, call_id: str, value: Any, text: str, round_: int) -> str:
+    """What the model sees of a result over the limit: its handle, shape and a preview."""
+    assert state.handles is not None
+    kept = state.handles.keep(call_id, value, text)
+    assert kept is not None  # the caller checked the limit
+    if state.tracing:
+        state.emit(ev.HandleStored(kept.handle, call_id, kept.shape, kept.chars, round_))
+    return state.handles.shown(kept, text)
 
 
 def _clip(text: str, limit: int) -> str:

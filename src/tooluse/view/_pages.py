@@ -271,6 +271,16 @@ class _Render:
                 return self._scope(e, n)
             case ev.PlanEnd() as e:
                 return self._plan(e, n)
+            case ev.HandleStored() as e:
+                title = (
+                    f" {e.call_id}'s result stored as {e.handle}: {e.shape} "
+                    f"({e.chars:,} characters) · round {e.round}"
+                )
+                return _box("handle", title, class_="offload", line=n)
+            case ev.HandleUsed() as e:
+                handles = ", ".join(e.handles)
+                title = f" {handles} passed to {e.name} ({e.call_id}) · round {e.round}"
+                return _box("handle used", title, class_="offload", line=n)
             case ev.ContextCompress() as e:
                 ids = ", ".join(e.ids) or "nothing"
                 title = f" by the {e.by or '?'}: replaced {ids} by a summary"
