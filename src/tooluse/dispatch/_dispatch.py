@@ -405,12 +405,12 @@ class Dispatcher:
             source=source,
         )
         if ledger is not None and tool.side_effects:
-            earlier = ledger.replay(tool.name, record.arguments)
+            earlier = ledger.replay(tool.name, record.arguments, tool.effects)
             if earlier is not None:
                 record.result = earlier.result
                 record.replayed = True
                 record.started_at = time.time()
-                ledger.write(record)
+                ledger.write(record, tool.effects)
                 if self.gate is not None:
                     self.gate.note(record, tool)
                 if self.on_ended is not None:
@@ -509,7 +509,7 @@ class Dispatcher:
             if self.gate is not None:
                 self.gate.note(record, execution.tool)
             if ledger is not None and execution.tool.side_effects and record.ok:
-                ledger.write(record)
+                ledger.write(record, execution.tool.effects)
             if self.on_ended is not None:
                 self.on_ended(record)
         return record
