@@ -114,3 +114,40 @@ def test_killed_while_waiting_for_an_approval(
     approve("r", call_id, allow=True, url=url(tmp_path))
     assert again.result() == expected
     assert Counter(executions(tmp_path)) == EACH_ONCE
+
+
+def test_a_scripts_call_waiting_for_approval_pauses_the_script_not_bounded_by_its_timeout(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    expected = reference(tmp_path_factory, "code")
+    # A script timeout far shorter than a person takes: the wait is the run's, not the
+    # script's, so it does not count.
+    first = Child(tmp_path, "first", url=url(tmp_path), run_id="r", convention="code",
+                  ask=True, script_timeout=1)  # fmt: skip
+    # The script has ended, paused at the call, before the call is published as pending.
+    assert first.until("SCRIPT ") == "SCRIPT paused"
+    _, call_id, _ = first.until("PENDING ").split()
+    assert show_run("r", url(tmp_path)).pending[call_id]["tool"] == "send"
+    approve("r", call_id, allow=True, url=url(tmp_path))
+    # The script runs again: its lookups answered from the record, the send allowed.
+    assert first.until("SCRIPT ") == "SCRIPT ok"
+    assert first.result() == expected
+    assert Counter(executions(tmp_path)) == EACH_ONCE
+
+
+def test_a_paused_script_killed_while_it_waits_is_recovered_paused(tmp_path: Path) -> None:
+    first = Child(tmp_path, "first", url=url(tmp_path), run_id="r", convention="code",
+                  ask=True, script_timeout=1)  # fmt: skip
+    assert first.until("SCRIPT ") == "SCRIPT paused"
+    _, call_id, _ = first.until("PENDING ").split()
+    first.kill()
+    again = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention="code",
+                  ask=True, script_timeout=1)  # fmt: skip
+    assert again.until("PENDING ").split()[1] == call_id
+    approve("r", call_id, allow=False, url=url(tmp_path))
+    result = again.result()
+    assert result["status"] == "completed"
+    assert [r[0] for r in result["rejected"]] == ["send"]
+    assert "denied by the user" in result["rejected"][0][1]
+    # The lookups ran once, before the kill; the send never.
+    assert Counter(executions(tmp_path)) == {"lookup:a": 1, "lookup:bb": 1, "lookup:ccc": 1}

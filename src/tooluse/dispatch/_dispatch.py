@@ -340,8 +340,10 @@ class Dispatcher:
             round_=round_,
             in_doubt=in_doubt,
         )
-        if decision.decision == "defer" and self.durable is not None:
+        if decision.decision == "defer" and self.durable is not None and source != "script":
             # A durable run waits in its record for the decision, however long it takes.
+            # A script's call is deferred as in a plain run: the script pauses, and the
+            # run waits for the decision with no script running (see `Agent`).
             decision = await self.durable.decision(request)
         if decision.decision == "defer":
             return request
