@@ -249,3 +249,27 @@ def test_tooluse_runs_recover_refuses_what_is_not_an_agent_factory(tmp_path: Pat
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: builtins:repr made a str, not an Agent with durable=")
     assert not (tmp_path / "runs.sqlite").exists()  # nothing was opened
+
+
+class Together(Child):
+    """`together.py`: a run whose two calls must run side by side."""
+
+    driver = Path(__file__).with_name("together.py")
+
+
+@pytest.mark.parametrize("convention", ["json", "plan"])
+def test_calls_made_together_run_side_by_side_and_recover_in_their_places(
+    tmp_path: Path, convention: str
+) -> None:
+    # Run one after the other, wait_for would wait for a release that comes after it.
+    reference = Together(tmp_path / "ref", "run", url=url(tmp_path / "ref"), convention=convention)
+    expected = reference.result()
+    assert expected["status"] == "completed"
+    assert [c[:2] for c in expected["calls"]] == [["wait_for", "met"], ["release", "released"]]
+    # Killed after both ended, the run is recovered with both answered from the record.
+    first = Together(tmp_path, "first", url=url(tmp_path), convention=convention, block=True)
+    assert first.until("AT ") == "AT model"
+    first.kill()
+    again = Together(tmp_path, "again", url=url(tmp_path), convention=convention).result()
+    assert again == expected
+    assert Counter(executions(tmp_path)) == {"wait_for": 1, "release": 1}

@@ -67,11 +67,18 @@ def test_killed_in_the_middle_of_a_read_call(
     # For the code convention this is the middle of the script's loop of calls.
     expected = reference(tmp_path_factory, convention)
     killed_at(tmp_path, "lookup:bb", convention)
-    assert executions(tmp_path) == ["lookup:a", "lookup:bb"]
     result = Child(tmp_path, "again", url=url(tmp_path), run_id="r", convention=convention).result()
     assert result == expected
+    ran = Counter(executions(tmp_path))
+    if convention == "plan":
+        # The plan's three lookups run side by side: the ones beside lookup:bb may have
+        # ended unrecorded when it was killed, and a read that did runs again. The write
+        # after them ran once.
+        assert ran["lookup:bb"] == 2 and ran["send:bob"] == 1
+        assert ran["lookup:a"] in (1, 2) and ran["lookup:ccc"] in (1, 2)
+        return
     # The read call that never ended ran again; the one that ended did not.
-    assert Counter(executions(tmp_path)) == {**EACH_ONCE, "lookup:bb": 2}
+    assert ran == {**EACH_ONCE, "lookup:bb": 2}
 
 
 @pytest.mark.parametrize("convention", CONVENTIONS)
