@@ -23,7 +23,7 @@ BENCHES = ("bfcl", "fanout", "chain", "rot", "costmodel", "agentdojo")
 COMMANDS += [["bench"], *(["bench", s] for s in BENCHES)]
 COMMANDS += [["mcp"], ["mcp", "serve"]]
 COMMANDS += [["models"], *(["models", s] for s in ("list", "pull", "path", "verify"))]
-COMMANDS += [["runs"], *(["runs", s] for s in ("list", "show", "approve"))]
+COMMANDS += [["runs"], *(["runs", s] for s in ("list", "show", "approve", "recover"))]
 
 
 def help_text(args: list[str]) -> str:

@@ -107,6 +107,9 @@ class CallRecord:
     repairs: tuple[str, ...] = ()
     replayed: bool = False
     source: str = "json"
+    #: How many times the tool ran for this call: more than one when a tool declaring
+    #: ``retries`` failed and was run again (the record is the last attempt's).
+    attempts: int = 1
 
     @property
     def ok(self) -> bool:
@@ -132,6 +135,9 @@ class CallRecord:
             "repairs": list(self.repairs),
             "replayed": self.replayed,
             "source": self.source,
+            # Written only when the tool ran more than once: a trace of a release that
+            # had no retries reads back as it was written.
+            **({"attempts": self.attempts} if self.attempts != 1 else {}),
         }
 
     @classmethod

@@ -148,3 +148,91 @@ def test_a_retry_that_fails_again_is_retried_from_both(agents: list[Agent], cart
     ).run("fill the cart")
     assert cart.added == ["a", "b", "c"]
     assert [c.replayed for c in result.calls] == [False, True, False, True, True, False]
+
+
+class Shelf:
+    """A write tool, an idempotent one and a read one, and what each really did."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+        @tool(effects="write")
+        def add(item: str) -> str:
+            """Add an item to the cart."""
+            self.done.append(f"add {item}")
+            return f"added {item}"
+
+        @tool(effects="idempotent")
+        def label(item: str) -> str:
+            """Label an item (labelling it again changes nothing)."""
+            self.done.append(f"label {item}")
+            return f"labelled {item}"
+
+        @tool(effects="read")
+        def look(item: str) -> str:
+            """Look at an item."""
+            self.done.append(f"look {item}")
+            return f"saw {item}"
+
+        self.toolbox = Toolbox([add, label, look])
+
+
+def shelf_run(agents: list[Agent], shelf: Shelf, failing: str, retry: str) -> RunResult:
+    agent = Agent(
+        ScriptedModel([fenced(failing), fenced(retry), {"content": "done"}]),
+        shelf.toolbox,
+        convention="code",
+        limits=Limits(script_timeout=20),
+    )
+    agents.append(agent)
+    result = agent.run("stock the shelf")
+    assert [s.status for s in result.scripts] == ["error", "ok"]
+    return result
+
+
+def test_an_idempotent_call_the_retry_skips_does_not_end_the_replay_of_writes(
+    agents: list[Agent],
+) -> None:
+    shelf = Shelf()
+    failing = "tools.add(item='a')\ntools.label(item='a')\ntools.add(item='b')\nraise RuntimeError"
+    retry = "tools.add(item='a')\ntools.add(item='b')\ntools.add(item='c')"
+    result = shelf_run(agents, shelf, failing, retry)
+    # b was added once: the skipped label is no reason to add it again.
+    assert shelf.done == ["add a", "label a", "add b", "add c"]
+    assert [(c.name, c.replayed) for c in result.calls[3:]] == [
+        ("add", True),
+        ("add", True),
+        ("add", False),
+    ]
+
+
+def test_an_idempotent_call_the_failed_script_did_not_make_runs_and_the_replay_goes_on(
+    agents: list[Agent],
+) -> None:
+    shelf = Shelf()
+    failing = "tools.add(item='a')\ntools.add(item='b')\nraise RuntimeError"
+    retry = "tools.add(item='a')\ntools.label(item='a')\ntools.add(item='b')"
+    result = shelf_run(agents, shelf, failing, retry)
+    assert shelf.done == ["add a", "add b", "label a"]
+    assert [c.replayed for c in result.calls[2:]] == [True, False, True]
+
+
+def test_a_matching_idempotent_call_is_answered_and_read_calls_are_not_entries(
+    agents: list[Agent],
+) -> None:
+    shelf = Shelf()
+    failing = "tools.look(item='a')\ntools.label(item='a')\ntools.add(item='a')\nraise RuntimeError"
+    retry = "tools.look(item='a')\ntools.label(item='a')\ntools.add(item='a')"
+    result = shelf_run(agents, shelf, failing, retry)
+    # The read runs again (it is no entry); the label and the add are answered.
+    assert shelf.done == ["look a", "label a", "add a", "look a"]
+    assert [c.replayed for c in result.calls[3:]] == [False, True, True]
+
+
+def test_a_write_that_differs_still_ends_the_replay(agents: list[Agent]) -> None:
+    shelf = Shelf()
+    failing = "tools.add(item='a')\ntools.label(item='b')\ntools.add(item='b')\nraise RuntimeError"
+    retry = "tools.add(item='c')\ntools.label(item='b')\ntools.add(item='b')"
+    result = shelf_run(agents, shelf, failing, retry)
+    assert shelf.done[3:] == ["add c", "label b", "add b"]
+    assert not any(c.replayed for c in result.calls[3:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ RECORD = CallRecord(
     repairs=("renamed traget to target",),
     replayed=True,
     source="script",
+    attempts=3,
 )
 
 
@@ -33,6 +35,10 @@ def test_a_call_records_dict_is_its_written_form_and_reads_back() -> None:
     # CallRecord.to_dict is written out for speed; it must say what the declared form says.
     assert RECORD.to_dict() == write(RECORD) | {"repairs": list(RECORD.repairs)}
     assert CallRecord.from_dict(json.loads(json.dumps(RECORD.to_dict()))) == RECORD
+    # One attempt, the most common, is left out, and read back as one.
+    once = dataclasses.replace(RECORD, attempts=1)
+    assert once.to_dict() == {k: v for k, v in RECORD.to_dict().items() if k != "attempts"}
+    assert CallRecord.from_dict(once.to_dict()) == once
 
 
 @pytest.mark.parametrize(

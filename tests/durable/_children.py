@@ -17,6 +17,8 @@ ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
 class Child:
     """One driver process: its lines are read as it prints them, and it can be killed."""
 
+    driver = DRIVER
+
     def __init__(self, work: Path, name: str, **config: Any) -> None:
         work.mkdir(exist_ok=True)
         if not (work / "fifo").exists():
@@ -27,7 +29,7 @@ class Child:
         self.lines: list[str] = []
         with self.stderr.open("w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), str(path)],
+                [sys.executable, str(self.driver), str(path)],
                 stdout=subprocess.PIPE,
                 stderr=err,
                 text=True,

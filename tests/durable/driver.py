@@ -19,14 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tooluse import Agent, Approval, ApprovalRequest, tool
+from tooluse import Agent, Approval, ApprovalRequest, Limits, tool
 from tooluse._messages import Message
 from tooluse.durable import Durable, recover
 from tooluse.models import ScriptedModel
 
 # A driver the test lost track of ends itself rather than outlive the test.
 signal.alarm(240)
-config: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
+# Imported (by `tooluse runs recover driver:make`), it takes its CONFIG from the environment.
+_config_path = sys.argv[1] if __name__ == "__main__" else os.environ["DRIVER_CONFIG"]
+config: dict[str, Any] = json.loads(Path(_config_path).read_text())
 work = Path(config["work"])
 block: str | None = config.get("block")
 
@@ -133,6 +135,8 @@ def plan_reply(messages: Sequence[Message]) -> dict[str, Any] | str:
 
 
 def told(event: dict[str, Any]) -> None:
+    if event.get("event") == "script":  # a script ended
+        print(f"SCRIPT {event['status']}", flush=True)
     # A durable run tells of a call waiting for a decision once the database has it.
     if event.get("event") == "approval_needed":
         for request in event["pending"]:
@@ -165,19 +169,33 @@ def clock() -> str:
 
 
 replies = {"json": json_reply, "code": code_reply, "plan": plan_reply}
-model = ScriptedModel(replies[convention])
-agent = Agent(
-    model,
-    [lookup, send, clock] if config.get("changed_tools") else [lookup, send],
-    convention=convention,
-    durable=Durable(config["url"], worker=config.get("worker", "local")),
-    approval=approval if config.get("policy", True) else None,
-    isolation="none",
-    on_event=told,
-    max_rounds=12,
-)
+
+
+def make(durable: Durable) -> Agent:
+    """The driver's agent, recording to ``durable``."""
+    return Agent(
+        ScriptedModel(replies[convention]),
+        [lookup, send, clock] if config.get("changed_tools") else [lookup, send],
+        convention=convention,
+        durable=durable,
+        approval=approval if config.get("policy", True) else None,
+        isolation="none",
+        on_event=told,
+        max_rounds=12,
+        limits=Limits(script_timeout=config.get("script_timeout", 60)),
+    )
+
+
 TASK = "pay bob what the keys add up to"
-with agent:
+
+
+def main() -> None:
+    with make(Durable(config["url"], worker=config.get("worker", "local"))) as agent:
+        drive(agent)
+    os._exit(0)  # DBOS's threads are not waited for
+
+
+def drive(agent: Agent) -> None:
     if config.get("before"):
         # A run of this worker's own, to the end, before it takes over another's.
         print("BEFORE " + agent.run(TASK, run_id=config["before"]).answer, flush=True)
@@ -204,4 +222,7 @@ with agent:
         ),
         flush=True,
     )
-os._exit(0)  # DBOS's threads are not waited for
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,7 @@ and one clear error for each bad input, with nothing recorded lost."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 import subprocess
@@ -215,3 +216,60 @@ with Agent(ScriptedModel([{{"tool_calls": [final]}}]), durable={url(tmp_path)!r}
     done = python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["completed Count 3", "completed Count 3"]
+
+
+def test_tooluse_runs_recover_takes_over_a_dead_workers_run(tmp_path: Path) -> None:
+    first = Child(tmp_path, "first", url=url(tmp_path), worker="w1", run_id="r",
+                  convention="json", block="lookup:bb")  # fmt: skip
+    assert first.until("AT ") == "AT lookup:bb"
+    first.kill()
+    # The recovering process makes the same agent through the driver's factory.
+    config = tmp_path / "recover.json"
+    config.write_text(json.dumps({"work": str(tmp_path), "url": "unused", "convention": "json"}))
+    env = {**ENV, "PYTHONPATH": f"{ENV['PYTHONPATH']}:{Path(__file__).parent}"}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from tooluse.cli import main; main()", "runs", "recover",
+         "driver:make", "--worker", "w1", "--db", url(tmp_path), "--as", "w2"],
+        env={**env, "DRIVER_CONFIG": str(config), "COLUMNS": "400", "NO_COLOR": "1"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["took over 1 run(s): r", "r: completed: done after 4 calls"]
+    # The read call that never ended ran again; the calls that ended did not.
+    assert Counter(executions(tmp_path)) == {**EACH_ONCE, "lookup:bb": 2}
+    [run] = list_runs(url(tmp_path))
+    assert (run.id, run.status, run.worker) == ("r", "SUCCESS", "w2")
+
+
+def test_tooluse_runs_recover_refuses_what_is_not_an_agent_factory(tmp_path: Path) -> None:
+    proc = cli("runs", "recover", "json:__name__", "--db", url(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: json:__name__ is a str: name a function that makes")
+    proc = cli("runs", "recover", "builtins:repr", "--db", url(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: builtins:repr made a str, not an Agent with durable=")
+    assert not (tmp_path / "runs.sqlite").exists()  # nothing was opened
+
+
+class Together(Child):
+    """`together.py`: a run whose two calls must run side by side."""
+
+    driver = Path(__file__).with_name("together.py")
+
+
+@pytest.mark.parametrize("convention", ["json", "plan"])
+def test_calls_made_together_run_side_by_side_and_recover_in_their_places(
+    tmp_path: Path, convention: str
+) -> None:
+    # Run one after the other, wait_for would wait for a release that comes after it.
+    reference = Together(tmp_path / "ref", "run", url=url(tmp_path / "ref"), convention=convention)
+    expected = reference.result()
+    assert expected["status"] == "completed"
+    assert [c[:2] for c in expected["calls"]] == [["wait_for", "met"], ["release", "released"]]
+    # Killed after both ended, the run is recovered with both answered from the record.
+    first = Together(tmp_path, "first", url=url(tmp_path), convention=convention, block=True)
+    assert first.until("AT ") == "AT model"
+    first.kill()
+    again = Together(tmp_path, "again", url=url(tmp_path), convention=convention).result()
+    assert again == expected
+    assert Counter(executions(tmp_path)) == {"wait_for": 1, "release": 1}

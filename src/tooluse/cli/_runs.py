@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from .._exceptions import UsageError
 from ..durable import approve, list_runs, show_run
 from ._extras import need
 
@@ -74,3 +75,49 @@ def approve_command(
     need("durable", "tooluse runs")
     approve(run_id, call_id, allow=allow, url=db)
     print(f"{'allowed' if allow else 'denied'}: {call_id} of run {run_id}")
+
+
+@runs_app.command("recover")
+def recover_command(
+    agent: Annotated[
+        str,
+        typer.Argument(
+            help="MODULE:ATTR of a function that makes the agent the runs were started with, "
+            "given a tooluse.durable.Durable (the database, and this process's worker name).",
+        ),
+    ],
+    worker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--worker",
+            help="A worker whose pending runs to take over (repeat for several). [default: local]",
+        ),
+    ] = None,
+    db: Database = None,
+    as_: Annotated[
+        str,
+        typer.Option("--as", help="The worker name this process takes the runs over under."),
+    ] = "recover",
+) -> None:
+    """Take over the pending runs of workers that are gone, and run them here to their end."""
+    need("durable", "tooluse runs")
+    from ..durable import Durable, default_url, recover
+    from ..run import Agent
+    from ._inputs import load_attribute
+
+    make = load_attribute(agent, given_as="AGENT")
+    if isinstance(make, Agent) or not callable(make):
+        raise UsageError(
+            f"{agent} is a {type(make).__name__}: name a function that makes the agent, "
+            "given its Durable, so that it records to this database as this worker"
+        )
+    made = make(Durable(db or default_url(), worker=as_))
+    if not isinstance(made, Agent) or made.durable is None:
+        raise UsageError(f"{agent} made a {type(made).__name__}, not an Agent with durable=")
+    with made:
+        ids = recover(worker or ["local"])
+        print(f"took over {len(ids)} run(s){': ' if ids else ''}{' '.join(ids)}", flush=True)
+        for run_id in ids:
+            # The run goes on in this process already: this waits for its end.
+            result = made.run("", run_id=run_id)
+            print(f"{run_id}: {result.status}: {result.answer}", flush=True)

@@ -29,9 +29,11 @@ of a failed script, a side effect that already succeeded. A call refused or answ
 from the ledger never waits for a slot.
 
 In a durable run (``durable``, see `tooluse.durable`) every call, whoever makes it, is
-taken one at a time in the order it arrives, so that a recovered run meets its
-recorded calls in the order they were recorded: the approval step waits for a
-deferred decision in the run's record, and the execution is a recorded step.
+decided and given its step in the run's record one at a time in the order it arrives,
+so that a recovered run meets its recorded calls in the places they were recorded;
+the tools then run side by side. The approval step waits for a deferred decision in
+the run's record (a script's call pauses the script instead), and the execution is a
+recorded step.
 
 `run` (one turn of JSON calls) and `call` (one call by name) are the entry points;
 `call_nowait` and `call_direct` are `call` for a script's adapter, returning whatever
@@ -44,6 +46,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from .._messages import ToolCall
@@ -60,6 +63,18 @@ __all__ = ["DirectRun", "Dispatcher", "DurableCalls", "Ledger"]
 _T = TypeVar("_T")
 
 
+class ReservedCall(Protocol):
+    """A durable call whose place in the record is taken, running (see `DurableCalls`)."""
+
+    #: A write call begun in an execution that crashed: it may be in doubt.
+    may_be_in_doubt: bool
+
+    async def ended(self) -> tuple[CallRecord | None, bool]:
+        """The call's record and whether it ran now (False: it came from the record); a
+        None record for a write call in doubt, which did not run."""
+        ...
+
+
 class DurableCalls(Protocol):
     """Where a durable run records its calls (implemented by `tooluse.durable`)."""
 
@@ -67,11 +82,14 @@ class DurableCalls(Protocol):
         """`work` done alone, after the calls that arrived before it, in the run's record."""
         ...
 
-    async def execute(
-        self, record: CallRecord, tool: Tool, start: Callable[[], Awaitable[CallRecord]]
-    ) -> tuple[CallRecord | None, bool]:
-        """The call's record and whether it ran now (False: it came from the record); a
-        None record for a write call in doubt, which did not run."""
+    async def began(self, tool: Tool) -> str:
+        """The execution a call began in (recorded for a write call)."""
+        ...
+
+    def reserve(
+        self, record: CallRecord, tool: Tool, start: Callable[[], Awaitable[CallRecord]], began: str
+    ) -> ReservedCall:
+        """The call's step, its place in the record taken now, running in the background."""
         ...
 
     async def decision(self, request: ApprovalRequest) -> Approval:
@@ -346,8 +364,10 @@ class Dispatcher:
             round_=round_,
             in_doubt=in_doubt,
         )
-        if decision.decision == "defer" and self.durable is not None:
+        if decision.decision == "defer" and self.durable is not None and source != "script":
             # A durable run waits in its record for the decision, however long it takes.
+            # A script's call is deferred as in a plain run: the script pauses, and the
+            # run waits for the decision with no script running (see `Agent`).
             decision = await self.durable.decision(request)
         if decision.decision == "defer":
             return request
@@ -411,12 +431,12 @@ class Dispatcher:
             source=source,
         )
         if ledger is not None and tool.side_effects:
-            earlier = ledger.replay(tool.name, record.arguments)
+            earlier = ledger.replay(tool.name, record.arguments, tool.effects)
             if earlier is not None:
                 record.result = earlier.result
                 record.replayed = True
                 record.started_at = time.time()
-                ledger.write(record)
+                ledger.write(record, tool.effects)
                 if self.gate is not None:
                     self.gate.note(record, tool)
                 if self.on_ended is not None:
@@ -436,8 +456,10 @@ class Dispatcher:
     async def _run_durably(
         self, calls: Sequence[ToolCall], *, round_: int, source: str
     ) -> list[Outcome | ApprovalRequest]:
-        """`run` for a durable run: each call validated, decided and executed in turn."""
-        outcomes: list[Outcome | ApprovalRequest] = []
+        """`run` for a durable run: each call validated and decided in turn, then executed
+        side by side with the others."""
+        outcomes: list[Outcome | ApprovalRequest | None] = []
+        started: list[tuple[int, Awaitable[Outcome | ApprovalRequest]]] = []
         for index, call in enumerate(calls):
             if index >= self.max_calls_per_turn:
                 outcomes.append(
@@ -457,29 +479,48 @@ class Dispatcher:
             if isinstance(checked, RejectedCall):
                 outcomes.append(self._refused(checked))
             else:
-                outcomes.append(
-                    await self._durably(checked, round_=round_, source=source, ledger=None)
+                outcomes.append(None)
+                started.append(
+                    (index, self._durably(checked, round_=round_, source=source, ledger=None))
                 )
-        return outcomes
+        # Started in the calls' order, they take their places in the record in that order,
+        # and run side by side (see `_durably`).
+        ended = await asyncio.gather(*(work for _, work in started))
+        for (index, _), outcome in zip(started, ended, strict=True):
+            outcomes[index] = outcome
+        return [o for o in outcomes if o is not None]
 
     async def _durably(
         self, prepared: Prepared, *, round_: int, source: str, ledger: Ledger | None
     ) -> Outcome | ApprovalRequest:
-        """Decide and execute one call of a durable run, alone and in its turn."""
+        """Decide and execute one call of a durable run.
+
+        The call is decided, and its step given its place in the run's record, alone and
+        in the order the calls arrive; its tool then runs while later calls take their
+        places, so calls made together run side by side (one that waits for another
+        does not wait forever), and a recovered run meets them in the same places.
+        """
         durable = self.durable
         assert durable is not None
 
-        async def work() -> Outcome | ApprovalRequest:
+        async def work() -> Outcome | ApprovalRequest | _Running:
             checked: Prepared | RejectedCall | ApprovalRequest = prepared
             if self._asks(prepared):
                 checked = await self._approve(prepared, round_=round_, source=source)
             if not isinstance(checked, Prepared):
                 return checked
-            return await self._record(checked, durable, round_=round_, source=source, ledger=ledger)
+            return await self._reserve(
+                checked, durable, round_=round_, source=source, ledger=ledger
+            )
 
-        return await durable.one_at_a_time(work)
+        started = await durable.one_at_a_time(work)
+        if not isinstance(started, _Running):
+            return started
+        record, ran = await started.reserved.ended()
+        assert record is not None  # only a write begun in a crashed execution is in doubt
+        return self._recorded(record, ran, started.execution, ledger)
 
-    async def _record(
+    async def _reserve(
         self,
         prepared: Prepared,
         durable: DurableCalls,
@@ -487,11 +528,11 @@ class Dispatcher:
         round_: int,
         source: str,
         ledger: Ledger | None,
-    ) -> Outcome | ApprovalRequest:
-        """Execute an approved call as a recorded step, or take its outcome from the record.
+    ) -> Outcome | ApprovalRequest | _Running:
+        """Give an approved call its step in the record, or its outcome from the ledger.
 
-        A write call that started before a crash and never ended is in doubt: it is not
-        run again unless the approval step, asked with ``in_doubt``, allows it.
+        A write call that began before a crash may be in doubt: it is settled here, alone,
+        and not run again unless the approval step, asked with ``in_doubt``, allows it.
         """
         scheduled = self._schedule(prepared, round_=round_, source=source, ledger=ledger)
         if isinstance(scheduled, CallRecord):
@@ -499,23 +540,32 @@ class Dispatcher:
         execution = scheduled
 
         def start() -> Awaitable[CallRecord]:
-            return _settled(self._runner.start(execution, alone=True))
+            return _settled(self._runner.start(execution, alone=False))
 
-        record, ran = await durable.execute(execution.record, execution.tool, start)
-        if record is None:
-            if self.gate is None:  # a durable agent always has a gate; kept safe anyway
-                return self._refused(self._in_doubt_refusal(prepared, round_, source, None))
-            again = await self._decide(prepared, round_=round_, source=source, in_doubt=True)
-            if not isinstance(again, Prepared):
-                return self._refused(again) if isinstance(again, RejectedCall) else again
-            return await self._record(again, durable, round_=round_, source=source, ledger=ledger)
+        began = await durable.began(execution.tool)
+        reserved = durable.reserve(execution.record, execution.tool, start, began)
+        if not reserved.may_be_in_doubt:
+            return _Running(reserved, execution)
+        record, ran = await reserved.ended()
+        if record is not None:
+            return self._recorded(record, ran, execution, ledger)
+        if self.gate is None:  # a durable agent always has a gate; kept safe anyway
+            return self._refused(self._in_doubt_refusal(prepared, round_, source, None))
+        again = await self._decide(prepared, round_=round_, source=source, in_doubt=True)
+        if not isinstance(again, Prepared):
+            return self._refused(again) if isinstance(again, RejectedCall) else again
+        return await self._reserve(again, durable, round_=round_, source=source, ledger=ledger)
+
+    def _recorded(
+        self, record: CallRecord, ran: bool, execution: Execution, ledger: Ledger | None
+    ) -> CallRecord:
         if not ran:
             # Answered from the record: what the execution would have told, told now. It
             # is the call that ran before the crash, not a replay the model is told of.
             if self.gate is not None:
                 self.gate.note(record, execution.tool)
             if ledger is not None and execution.tool.side_effects and record.ok:
-                ledger.write(record)
+                ledger.write(record, execution.tool.effects)
             if self.on_ended is not None:
                 self.on_ended(record)
         return record
@@ -531,6 +581,14 @@ class Dispatcher:
             source=source,
             kind="denied",
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """A durable call whose step has its place in the record, and its execution."""
+
+    reserved: ReservedCall
+    execution: Execution
 
 
 async def _settled(outcome: CallRecord | Awaitable[CallRecord]) -> CallRecord:

@@ -161,6 +161,8 @@ class Execution:
     after: Callable[[CallRecord, Tool], None] | None = field(default=None, kw_only=True)
     ended: Callable[[CallRecord], None] | None = field(default=None, kw_only=True)
     start: float = field(default_factory=time.perf_counter, init=False)
+    #: How many times the tool has run for this call (see `invoke`).
+    attempts: int = field(default=0, init=False)
 
     def begin(self) -> None:
         self.record.started_at = time.time()
@@ -171,6 +173,37 @@ class Execution:
         if self.timeout is None:
             return None
         return self.timeout - (time.perf_counter() - self.start)
+
+    def _again(self, ended: Ended) -> bool:
+        """Whether the tool, having ended so, runs again: it failed, it declares retries
+        left, and the call's timeout has not run out. A `ModelRetry` is a message for the
+        model, and an exception that is not an `Exception` (an interrupt) stops the call."""
+        error = ended[1]
+        if error is None or not isinstance(error, Exception) or isinstance(error, ModelRetry):
+            return False
+        left = self.left()
+        return self.attempts <= self.tool.retries and (left is None or left > 0)
+
+    def invoke(self) -> Ended:
+        """Run a sync tool here, again after each failure its ``retries`` allow."""
+        while True:
+            self.attempts += 1
+            ended = invoke(self.tool.function, self.kwargs)
+            if not self._again(ended):
+                return ended
+
+    async def invoke_async(self) -> Ended:
+        """Run an async tool, again after each failure its ``retries`` allow."""
+        while True:
+            self.attempts += 1
+            try:
+                ended = await _ended(self.tool.function(**self.kwargs))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # raised by calling it, before any await
+                ended = None, exc
+            if not self._again(ended):
+                return ended
 
     def conclude(self, ended: Ended | None) -> CallRecord:
         """Fill in how the tool ended (None: its timeout ran out first)."""
@@ -198,8 +231,9 @@ class Execution:
         else:
             record.error = f"{tool.name} failed: {type(error).__name__}: {error}"
         record.duration_s = time.perf_counter() - self.start
+        record.attempts = max(self.attempts, 1)
         if self.ledger is not None and tool.side_effects and record.ok:
-            self.ledger.write(record)
+            self.ledger.write(record, tool.effects)
         if self.after is not None:
             self.after(record, tool)
         if self.ended is not None:
@@ -255,7 +289,7 @@ class DirectRun:
             self._started = True
         execution = self._execution
         execution.begin()
-        ended = invoke(execution.tool.function, execution.kwargs)
+        ended = execution.invoke()
         with self._lock:
             abandoned, self._over = self._over, True
         if abandoned:
@@ -384,7 +418,7 @@ class Runner:
                 # Its thread ends with the dispatcher even if close() is never called.
                 weakref.finalize(self, self._lane.close)
             ended = self._lane.run(
-                partial(invoke, tool.function, execution.kwargs),
+                execution.invoke,
                 wait,
                 partial(Pending, loop, self._abandoned, tool.name),
             )
@@ -410,11 +444,11 @@ class Runner:
             execution.begin()
             tool = execution.tool
             if tool.is_async:
-                ended = await self._on_loop(tool, execution.kwargs, execution.timeout)
+                ended = await self._on_loop(execution)
             else:
                 pending = Pending(asyncio.get_running_loop(), self._abandoned, tool.name)
                 try:
-                    self._on_worker(tool, execution.kwargs, pending)
+                    self._on_worker(execution, pending)
                 except RuntimeError as exc:
                     return execution.give_up(
                         f"{tool.name} was not started: no thread for it: {exc}", ran=False
@@ -424,15 +458,12 @@ class Runner:
         finally:
             self._slots.give()
 
-    def _on_worker(self, tool: Tool, kwargs: dict[str, Any], pending: Pending) -> None:
+    def _on_worker(self, execution: Execution, pending: Pending) -> None:
         if self._workers is None:
             self._workers = Workers()
-        function = tool.function
-        self._workers.start(lambda: pending.deliver(invoke(function, kwargs)))
+        self._workers.start(lambda: pending.deliver(execution.invoke()))
 
-    async def _on_loop(
-        self, tool: Tool, kwargs: dict[str, Any], timeout: float | None
-    ) -> Ended | None:
+    async def _on_loop(self, execution: Execution) -> Ended | None:
         """How an async tool ended, or None if it outlasted ``timeout`` (it is abandoned).
 
         The tool runs as a task of its own, so that one that catches its cancellation
@@ -440,10 +471,8 @@ class Runner:
         on time, and when the caller is cancelled the cancellation passes at once. Such
         a tool is left behind as a sync tool is left on its thread (see `left_behind`).
         """
-        try:
-            running = asyncio.ensure_future(_ended(tool.function(**kwargs)))
-        except BaseException as exc:
-            return None, exc
+        tool, timeout = execution.tool, execution.timeout
+        running = asyncio.ensure_future(execution.invoke_async())
         try:
             await asyncio.wait((running,), timeout=None if timeout is None else max(timeout, 0.0))
         except asyncio.CancelledError:

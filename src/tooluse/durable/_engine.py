@@ -11,11 +11,13 @@ On recovery DBOS runs the workflow again from its start, and each step already
 recorded returns its recorded output without running: the model is not asked
 again, and a call that ended is not executed again. A script is run again in the
 sandbox, and its calls are answered from the record up to the first that never
-ended. Steps are matched to the record by their place in the run, so the calls
-of a durable run are taken one at a time in the order they arrive (the
-dispatcher's durable path); each recorded call also carries its tool and
-arguments, and a recovered run that asks for another call at that place is
-stopped (`RunDivergedError`), never answered with another call's result.
+ended. Steps are matched to the record by their place in the run, and DBOS gives
+a step its place when it is called, not when it ends: the calls of a durable run
+are decided and given their places one at a time in the order they arrive (the
+dispatcher's durable path), and then run side by side. Each recorded call also
+carries its tool and arguments, and a recovered run that asks for another call at
+that place is stopped (`RunDivergedError`), never answered with another call's
+result.
 
 DBOS is one per process: the first durable agent fixes the database, the worker
 name and the application version (its `fingerprint`); an agent with other tools
@@ -44,7 +46,7 @@ from ..policy._approval import Approval, ApprovalRequest
 from ..tools import Tool
 from ._config import Durable
 
-__all__ = ["PENDING_EVENT", "WORKFLOW", "Engine", "Recorder", "RunBody", "topic_of"]
+__all__ = ["PENDING_EVENT", "WORKFLOW", "Engine", "Recorder", "Reserved", "RunBody", "topic_of"]
 
 _T = TypeVar("_T")
 
@@ -140,21 +142,43 @@ class Recorder:
         """The model's reply, recorded; the recorded one on recovery."""
         return await _model_step(model, request)
 
-    async def execute(
-        self, record: CallRecord, tool: Tool, start: Callable[[], Awaitable[CallRecord]]
-    ) -> tuple[CallRecord | None, bool]:
+    async def began(self, tool: Tool) -> str:
+        """The execution a call began in: recorded for a write call, this one for others."""
+        return await _began_step(self.attempt) if tool.effects == "write" else self.attempt
+
+    def reserve(
+        self, record: CallRecord, tool: Tool, start: Callable[[], Awaitable[CallRecord]], began: str
+    ) -> Reserved:
+        """The call's step, its place in the record taken now; it runs in the background.
+
+        DBOS numbers a step when it is called, not when it is awaited: steps called in
+        the order their calls arrive keep that order in the record, however long each
+        runs, so calls reserved one after the other may run side by side.
+        """
         key = call_key(tool.name, record.arguments)
-        began = await _began_step(self.attempt) if tool.effects == "write" else self.attempt
-        ran = False
+        reserved = Reserved(self, record, tool, key)
+        reserved.may_be_in_doubt = began != self.attempt
 
         async def body() -> _Ended | _InDoubt:
-            nonlocal ran
             if began != self.attempt:
                 return _InDoubt(key)  # began in an execution that crashed before it ended
-            ran = True
+            reserved.ran = True
             return _Ended(key, await start())
 
-        output = await _call_step(body)
+        step = _call_step(body)  # numbered here, in the workflow's context
+
+        async def run() -> _Ended | _InDoubt:
+            return await step
+
+        # A context of its own: a step sets the DBOS context while it runs, and the calls
+        # reserved after this one must still see the workflow's.
+        reserved.task = asyncio.get_running_loop().create_task(run(), context=self._context.copy())
+        return reserved
+
+    def _settle(
+        self, reserved: Reserved, output: _Ended | _InDoubt
+    ) -> tuple[CallRecord | None, bool]:
+        record, tool, key = reserved.record, reserved.tool, reserved.key
         if output.key != key:
             raise RunDivergedError(
                 f"run {self.run_id!r} recorded another call at this place than "
@@ -164,7 +188,7 @@ class Recorder:
             )
         if isinstance(output, _InDoubt):
             return None, False
-        if ran:
+        if reserved.ran:
             return output.record, True
         # From the record: the call keeps its own id in this run (a script numbers its
         # calls again), the rest as it ended.
@@ -184,6 +208,32 @@ class Recorder:
         if message["allow"]:
             return Approval.allow()
         return Approval.deny(message.get("reason") or "denied by the user")
+
+
+class Reserved:
+    """A call whose step has its place in the run's record, running (see `Recorder.reserve`)."""
+
+    def __init__(self, recorder: Recorder, record: CallRecord, tool: Tool, key: str) -> None:
+        self.recorder = recorder
+        self.record = record
+        self.tool = tool
+        self.key = key
+        #: Whether the tool ran in this execution (False: the step came from the record).
+        self.ran = False
+        #: A write call begun in an execution that crashed: in doubt unless it ended.
+        self.may_be_in_doubt = False
+        self.task: asyncio.Task[_Ended | _InDoubt] | None = None
+
+    async def ended(self) -> tuple[CallRecord | None, bool]:
+        """The call's record and whether it ran now; a None record for a write in doubt."""
+        task = self.task
+        assert task is not None
+        try:
+            output = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        return self.recorder._settle(self, output)
 
 
 def _fits(message: Any, request: ApprovalRequest) -> bool:

@@ -275,7 +275,16 @@ class Agent(Closing):
         """One execution of a durable run's workflow: the run, its steps recorded."""
         expect, deps, output = _DURABLE_CALL.get()
         run = self._open(task, expect, deps=deps, output=output, durable=recorder)
-        return (await self._awaited(run, history)).to_dict()
+        result = await self._awaited(run, history)
+        while result.status == "needs_approval" and result.paused is not None:
+            # A script's deferred call paused it, as in a plain run: no script runs while
+            # the decision is waited for, here, in the run's record, however long it
+            # takes. The script then runs again, its answered calls served from the
+            # record, and the paused call meets its decision.
+            decisions = {p.call_id: await recorder.decision(p) for p in result.pending}
+            run = self._reopen(result, decisions, expect, deps, output, durable=recorder)
+            result = await self._awaited(run)
+        return result.to_dict()
 
     async def _durable_run(
         self,
@@ -572,8 +581,14 @@ class Agent(Closing):
         expect: Expect | Sequence[Expect],
         deps: Any = None,
         output: Any = None,
+        *,
+        durable: Recorder | None = None,
     ) -> _Run:
-        """A run restored from a paused result, its decisions granted; nothing runs yet."""
+        """A run restored from a paused result, its decisions granted; nothing runs yet.
+
+        With ``durable``, the decisions were taken from the run's record, which holds
+        each once: the approval store is not asked.
+        """
         paused = result.paused
         if result.status != "needs_approval" or paused is None:
             raise ResumeError(
@@ -588,14 +603,19 @@ class Agent(Closing):
         if self.approval is None:
             raise ResumeError("this agent has no approval policy: resume with the one that paused")
         granted = _granted(result, decisions)
-        # Written down before anything runs: a copy of this state, here or in a process
-        # sharing the store, is refused from now on (AlreadyResumedError).
-        self.approval_store.claim(paused.id, task=paused.task, decisions=sorted(decisions))
-        try:
-            run = self._open(paused.task, expect, paused=paused, deps=deps, output=output)
-        except BaseException:
-            self.approval_store.release(paused.id)  # nothing ran: the pause is still unused
-            raise
+        if durable is not None:
+            run = self._open(
+                paused.task, expect, paused=paused, deps=deps, output=output, durable=durable
+            )
+        else:
+            # Written down before anything runs: a copy of this state, here or in a process
+            # sharing the store, is refused from now on (AlreadyResumedError).
+            self.approval_store.claim(paused.id, task=paused.task, decisions=sorted(decisions))
+            try:
+                run = self._open(paused.task, expect, paused=paused, deps=deps, output=output)
+            except BaseException:
+                self.approval_store.release(paused.id)  # nothing ran: the pause is still unused
+                raise
         gate = run.dispatcher.gate
         assert gate is not None
         for key, decision in granted:
@@ -714,6 +734,8 @@ class Agent(Closing):
         run.durable = durable
         if durable is not None:
             durable.emit = run.emit
+            # Told once the decision is awaited in the record, where `approve` finds it.
+            run.state.tells_pending = False
         run.state.context = window
         run.state.handles = handles
         if searching is not None:

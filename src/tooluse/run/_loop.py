@@ -136,6 +136,9 @@ class RunState:
     emit: Callable[[ev.Event], None]
     #: Whether anyone listens; events are not even built otherwise.
     tracing: bool = True
+    #: Whether a pause tells `ApprovalNeeded` itself (a durable run tells it later,
+    #: once the pending calls are published in its record).
+    tells_pending: bool = True
     #: Ids of the calls whose end has been told (a script's, as they ended): told once.
     told: set[str] = field(default_factory=set)
     messages: list[Message] = field(default_factory=list)
@@ -300,7 +303,8 @@ def _pause(
     names = ", ".join(sorted({p.tool for p in pending}))
     state.error = f"{len(pending)} call(s) wait for approval: {names}"
     if state.tracing:
-        state.emit(ev.ApprovalNeeded(tuple(pending)))
+        if state.tells_pending:
+            state.emit(ev.ApprovalNeeded(tuple(pending)))
         if script is not None:
             state.emit(ev.ScriptEnd.of(script))
         state.emit(ev.Paused(paused.round))

@@ -62,6 +62,11 @@ class Tool:
     #: Hints about the tool's behaviour from where it came from, such as an MCP
     #: server's ``readOnlyHint`` and ``destructiveHint``; empty for a typed function.
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    #: How many times a failed call runs again before its error is recorded (see `tool`).
+    retries: int = 0
+    #: A ``write`` tool's own word that running it again after a failure is safe:
+    #: without it, a write tool may not declare ``retries``.
+    retry_writes: bool = False
     _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
     # Parameters that need no pydantic model (see `function_schema`): their types by name.
     _scalars: dict[str, type] | None = field(default=None, repr=False)
@@ -88,6 +93,7 @@ class Tool:
             )
         self.callers = _callers(self.name, self.callers)
         self.effects, self.side_effects = _effects(self.name, self.effects, self.side_effects)
+        _check_retries(self.name, self.effects, self.retries, self.retry_writes)
         self.parameters.setdefault("type", "object")
         self.parameters.setdefault("properties", {})
         if not self.positional:
@@ -147,6 +153,8 @@ class Tool:
         callers: Iterable[Caller] = CALLERS,
         localns: Mapping[str, Any] | None = None,
         effects: Effects | None = None,
+        retries: int = 0,
+        retry_writes: bool = False,
     ) -> Tool:
         """Build a tool from a typed function (what `@tool` does)."""
         doc = parse_docstring(inspect.getdoc(described_function(fn)))
@@ -165,6 +173,8 @@ class Tool:
             timeout=timeout,
             side_effects=side_effects,
             effects=effects,
+            retries=retries,
+            retry_writes=retry_writes,
             positional=schema.positional,
             trust=trust,
             callers=_callers(tool_name, callers),
@@ -188,11 +198,13 @@ class Tool:
         callers: Iterable[Caller] = CALLERS,
         annotations: Mapping[str, Any] | None = None,
         effects: Effects | None = None,
+        retries: int = 0,
+        retry_writes: bool = False,
     ) -> Tool:
         """Build a tool from a JSON Schema and a callable taking keyword arguments.
 
-        ``side_effects``, ``effects``, ``trust`` and ``callers`` mean what they mean
-        for `tool`.
+        ``side_effects``, ``effects``, ``retries``, ``retry_writes``, ``trust`` and
+        ``callers`` mean what they mean for `tool`.
         """
         if not isinstance(parameters, Mapping):
             raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema object")
@@ -205,9 +217,35 @@ class Tool:
             timeout=timeout,
             side_effects=side_effects,
             effects=effects,
+            retries=retries,
+            retry_writes=retry_writes,
             trust=trust,
             callers=_callers(name, callers),
             annotations=dict(annotations or {}),
+        )
+
+
+def _check_retries(name: str, effects: Effects, retries: object, retry_writes: object) -> None:
+    """Refuse retries that are not a count, and retries of a write tool not declared safe."""
+    if type(retries) is not int or retries < 0:
+        raise ToolDefinitionError(
+            f"tool {name!r}: retries must be a whole number of 0 or more, got {retries!r}"
+        )
+    if type(retry_writes) is not bool:
+        raise ToolDefinitionError(
+            f"tool {name!r}: retry_writes must be True or False, got {retry_writes!r}"
+        )
+    if retry_writes and (effects != "write" or not retries):
+        raise ToolDefinitionError(
+            f"tool {name!r}: retry_writes=True allows the retries of a write tool; this tool "
+            f"declares effects={effects!r} and retries={retries}: drop it"
+        )
+    if effects == "write" and retries and not retry_writes:
+        # A failed write may have acted before it failed: running it again could act twice.
+        raise ToolDefinitionError(
+            f"tool {name!r}: a write tool is not retried, since a failed call may have acted "
+            "before it failed; declare effects='idempotent' if a repeat changes nothing more, "
+            "or pass retry_writes=True if this tool fails only before it acts"
         )
 
 
@@ -265,6 +303,8 @@ def tool(
     callers: Iterable[Caller] = CALLERS,
     localns: Mapping[str, Any] | None = None,
     effects: Effects | None = None,
+    retries: int = 0,
+    retry_writes: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -280,6 +320,8 @@ def tool(
     callers: Iterable[Caller] = CALLERS,
     localns: Mapping[str, Any] | None = None,
     effects: Effects | None = None,
+    retries: int = 0,
+    retry_writes: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
 
@@ -317,6 +359,14 @@ def tool(
             ``idempotent`` and ``write`` mean ``side_effects``; ``side_effects=True``
             alone means ``write``. MCP's ``readOnlyHint`` and ``idempotentHint``
             say the same, and are read and published as these.
+        retries: how many times a failed call runs again, at once and within the
+            call's timeout, before its error is recorded (its `CallRecord.attempts`
+            counts the runs). A failure is an exception the tool raises; a
+            `ModelRetry` is a message for the model and is never retried. Only for
+            ``read`` and ``idempotent`` tools: a ``write`` call that failed may have
+            acted, so a write tool declaring ``retries`` is refused unless it also
+            passes ``retry_writes=True``, its word that it fails only before acting.
+        retry_writes: allow ``retries`` on a ``write`` tool (see ``retries``).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -330,6 +380,8 @@ def tool(
             callers=callers,
             localns=localns,
             effects=effects,
+            retries=retries,
+            retry_writes=retry_writes,
         )
         functools.update_wrapper(built, f, updated=())
         # A partial's own __doc__ describes functools.partial, not the tool.
