@@ -14,10 +14,10 @@ import jsonschema
 import pytest
 
 from examples.seed_tools import toolbox
-from tooluse import Message
+from tooluse import Message, ToolCall
 from tooluse.decoding import CALL_CLOSE, CALL_OPEN
 from tooluse.models import LocalModel, ModelRequest, resolve_model
-from tooluse.models._chat_template import ANSWER_FROM_RESULTS, SEVERAL_CALLS
+from tooluse.models._chat_template import ANSWER_FROM_RESULTS, ANSWER_NOW, SEVERAL_CALLS
 from tooluse.models._registry import Registry
 
 TOOLS = list(toolbox)
@@ -61,6 +61,32 @@ def test_the_several_calls_prompt_goes_only_where_a_reply_may_hold_several() -> 
     assert "ONE" not in LocalModel(Registry().locate("qwen2.5-coder-0.5b")).prompt(
         ModelRequest(task, TOOLS, "auto", parallel_tool_calls=False)
     )
+
+
+def test_the_note_after_results_follows_the_last_result_and_no_other_message() -> None:
+    call = ToolCall("c1", "get_exchange_rate", '{"base": "USD", "target": "EUR"}')
+    asked = [Message("user", "Is 100 USD enough for 85 EUR?")]
+    answered = [*asked, Message("assistant", None, (call,)), Message("tool", "0.92", "c1")]
+    named = resolve_model("local:qwen2.5-coder-1.5b")
+    assert isinstance(named, LocalModel) and named.after_results == ANSWER_NOW
+    prompt = named.prompt(ModelRequest(answered, TOOLS, "auto"))
+    # Once, straight after the result, where the model decides what to do next.
+    assert prompt.count(ANSWER_NOW) == 1
+    assert prompt.index("0.92") < prompt.index(ANSWER_NOW) < prompt.rindex("<|im_start|>assistant")
+    # Not before any result, and not in the run's own messages.
+    assert ANSWER_NOW not in named.prompt(ModelRequest(asked, TOOLS, "auto"))
+    assert answered[-1].content == "0.92"
+    # The same in a convention that sends no tools (a script's output).
+    script = [*asked, Message("assistant", "print(1)"), Message("tool", "92.0", "s1")]
+    assert named.prompt(ModelRequest(script)).count(ANSWER_NOW) == 1
+    # "" turns it off; a model without one in the registry gets none.
+    off = LocalModel("qwen2.5-coder-1.5b", after_results="")
+    assert off.after_results is None
+    assert ANSWER_NOW not in off.prompt(ModelRequest(answered, TOOLS, "auto"))
+    by_path = LocalModel(Registry().locate("qwen2.5-coder-1.5b"))
+    assert ANSWER_NOW not in by_path.prompt(ModelRequest(answered, TOOLS, "auto"))
+    other = resolve_model("local:qwen2.5-coder-0.5b")
+    assert isinstance(other, LocalModel) and other.after_results is None
 
 
 def test_the_call_tags_are_single_special_tokens_in_the_grammar(qwen: LocalModel) -> None:

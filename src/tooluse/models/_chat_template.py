@@ -50,6 +50,17 @@ ANSWER_FROM_RESULTS = (
     "You are a helpful assistant. Call tools to get facts; once the results answer "
     "the question, reply to the user in plain text."
 )
+#: What Qwen2.5-Coder-1.5B reads after the results of its calls
+#: (`LocalModel.after_results`, set by the registry): at the point where it
+#: decides, the reminder to answer from those results or to make the call that
+#: is still missing. Without it, once a result is back it often explains how one
+#: would compute the rest instead of calling for it, or makes calls the question
+#: never asked for (docs/models.md has its measured effect).
+ANSWER_NOW = (
+    "If these results answer every part of the question, reply to the user now, in "
+    "plain text, with the values they give. If a part is still missing, make the call "
+    "for it."
+)
 #: A tool name no template would print unless it renders the tools it is given.
 _PROBE = "tooluse_template_probe"
 

@@ -29,7 +29,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -138,6 +138,10 @@ class LocalModel(Model):
             sets it per model; None leaves the template's default).
         parallel_system: the one used instead where such a request also allows
             several calls per reply (None: `default_system` there too).
+        after_results: a note put after the last result where a request ends
+            with the results of calls, in every convention (the registry sets it
+            per model; None takes the registry's, ``""`` none). It is part of the
+            prompt alone: the run's messages and trace do not hold it.
     """
 
     def __init__(
@@ -156,6 +160,7 @@ class LocalModel(Model):
         max_run: int | None = 16,
         default_system: str | None = None,
         parallel_system: str | None = None,
+        after_results: str | None = None,
     ) -> None:
         registry = Registry()
         if path is None or (str(path) in registry and not Path(path).is_file()):
@@ -166,6 +171,8 @@ class LocalModel(Model):
             default_system = default_system if default_system is not None else entry.default_system
             if parallel_system is None:
                 parallel_system = entry.parallel_system
+            if after_results is None:
+                after_results = entry.after_results
         else:
             self.path = Path(path)
             if not self.path.is_file():
@@ -186,6 +193,7 @@ class LocalModel(Model):
         self.max_run = max_run
         self.default_system = default_system
         self.parallel_system = parallel_system
+        self.after_results = after_results or None
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         self._fallbacks_told: set[str] = set()  # llguidance refusals already logged
@@ -291,7 +299,7 @@ class LocalModel(Model):
         engine = _engine(str(self.path), self.n_ctx, self.threads)
         several = request.parallel_tool_calls is not False
         system = (self.parallel_system if several else None) or self.default_system
-        return engine.template.render(request, system)
+        return engine.template.render(_after_results(request, self.after_results), system)
 
     def _gbnf_instead(self, engine: _Engine, grammar: Grammar) -> str | None:
         """The GBNF grammar to decode under when llguidance cannot be used, else None."""
@@ -665,3 +673,13 @@ def _sample(logits: npt.NDArray[np.float32], temperature: float, rng: np.random.
     weights = np.exp(scaled)
     total = float(weights.sum())
     return int(rng.choice(weights.size, p=weights / total))
+
+
+def _after_results(request: ModelRequest, note: str | None) -> ModelRequest:
+    """`request` with `note` after its last message, where that is a call's result."""
+    messages = request.messages
+    if not note or not messages or messages[-1].role != "tool":
+        return request
+    last = messages[-1]
+    noted = replace(last, content=f"{last.content or ''}\n\n{note}")
+    return replace(request, messages=[*messages[:-1], noted])

