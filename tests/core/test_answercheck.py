@@ -32,7 +32,10 @@ CONTRADICTIONS = [
     ("You get 92 EUR. 92 EUR is still not enough for the 85 EUR room.", "92 ≥ 85"),
     ("1,200 EUR is below 85 EUR.", "1200 ≥ 85"),
     ("92 EUR is not more than 85 EUR.", "92 > 85"),
-    ("With 92 EUR in hand: 92 EUR is not enough for the 85 EUR room, so you will need more.", "92 ≥ 85"),
+    (
+        "With 92 EUR in hand: 92 EUR is not enough for the 85 EUR room, so you will need more.",
+        "92 ≥ 85",
+    ),
 ]
 
 FINE = [

@@ -26,7 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Contradiction", "contradiction"]
+__all__ = ["NOTE_START", "Contradiction", "contradiction"]
+
+#: How the note for a contradiction begins (a run's conversation shows whether it had one).
+NOTE_START = "Check your answer:"
 
 Relation = Literal[">=", "<", ">", "<="]
 
@@ -47,14 +50,13 @@ class Contradiction:
         left, right = _show(self.left), _show(self.right)
         truth = {">=": "<", "<": "≥", ">": "≤", "<=": ">"}[self.stated]
         return (
-            f'Check your answer: it says "{self.claim}", but {left} {truth} {right}. '
+            f'{NOTE_START} it says "{self.claim}", but {left} {truth} {right}. '
             "Compare the numbers again and give your corrected final answer."
         )
 
 
 # A number: optional sign, digits with thousands commas, decimals.
-_NUMBER = r"(?<![\w.,])[-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])[-−]?\d+(?:\.\d+)?(?![\w])"
-_NUMBER_RE = re.compile(_NUMBER)
+_NUMBER_RE = re.compile(r"(?<![\w.,])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)")
 _SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 #: Units two sides may share; names of the same unit read as one.
 _UNITS = {
