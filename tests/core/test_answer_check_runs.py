@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ class Seen(list[events.Event]):
         self.append(events.event_from_dict(json.loads(json.dumps(data))))
 
 
-def checks(seen: list[events.Event]) -> list[tuple[int, str]]:
+def checks(seen: Sequence[object]) -> list[tuple[int, str]]:
     return [(e.round, e.outcome) for e in seen if isinstance(e, events.AnswerChecked)]
 
 
