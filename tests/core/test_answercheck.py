@@ -32,6 +32,10 @@ CONTRADICTIONS = [
     ("You get 92 EUR. 92 EUR is still not enough for the 85 EUR room.", "92 ≥ 85"),
     ("1,200 EUR is below 85 EUR.", "1200 ≥ 85"),
     ("92 EUR is not more than 85 EUR.", "92 > 85"),
+    ("100 USD is 92 EUR, which is not enough for the 85 EUR room.", "92 ≥ 85"),
+    ("**No**, **92 EUR** is not enough for the **85 EUR** room.", "92 ≥ 85"),
+    ("`92` is smaller than `85`.", "92 ≥ 85"),
+    ("-5 °C is above 3 °C.", "-5 ≤ 3"),
     (
         "With 92 EUR in hand: 92 EUR is not enough for the 85 EUR room, so you will need more.",
         "92 ≥ 85",
@@ -71,6 +75,27 @@ FINE = [
     "92 EUR is not enough for the 85 EUR room for 2 nights.",
     "92 EUR is not enough for 85 EUR per night.",
     "1.2 million is less than 900,000.",
+    "2**10 is more than 1000.",
+    "3 x 30 EUR, which is less than 85 EUR.",
+    "20 EUR + 72 EUR, which is more than 100 EUR.",
+    "3 nights × 30 EUR each, which is less than 85 EUR.",
+    "92 EUR is 7 EUR more than 85 EUR.",
+    "92 EUR is more than 85 EUR by 7 EUR.",
+    "92 EUR is within 10 EUR of the 85 EUR price.",
+    "92 is above 85 in the ranking.",
+    "92 EUR is enough for the room, which costs 85 EUR.",
+    "92 EUR is not enough for the 85 EUR room and breakfast.",
+    "92 EUR is more than 85 EUR? Yes.",
+    "1 200 EUR is less than 85 EUR.",
+    "92k is more than 85k.",
+    "Version 3.9 is lower than 3.12.",
+    "Of the 4 hotels, 3 are more expensive than 85 EUR.",
+    "92 EUR is enough for the 85 EUR room, but not for the 120 EUR suite.",
+    "You asked whether 92 EUR is enough for the 85 EUR room; it is.",
+    "The 85 EUR room is cheaper than 92 EUR.",
+    "The chance of rain is 30%, which is below 50%.",
+    "It is 64.4 °F in Paris, which is more than 18 °C.",
+    "10 levels above quinn.eriksen97@corp.example is omar.nakamura10@corp.example.",
     # different kinds or units
     "12 slices are not enough for 10 people.",
     "4 is not enough for 3 people.",
@@ -99,7 +124,8 @@ def test_a_verdict_the_numbers_refute_is_found(answer: str, truth: str) -> None:
     found = contradiction(answer, SEEN)
     assert found is not None, answer
     assert truth in found.note
-    assert found.claim in " ".join(answer.split())
+    # The claim is quoted as written, without bold and code marks.
+    assert found.claim in " ".join(answer.replace("**", "").replace("`", "").split())
 
 
 @pytest.mark.parametrize("answer", FINE)

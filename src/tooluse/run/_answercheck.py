@@ -82,7 +82,8 @@ _SCALES = {
 #: Words just before the first number that make it a factor or a term, not the whole side.
 _BEFORE = {
     "at", "times", "x", "×", "*", "/", "+", "-", "plus", "minus", "per", "by", "each", "and",
-    "or", "with", "of", "twice", "half", "than", "between", "from", "to",
+    "or", "with", "of", "twice", "half", "than", "between", "from", "to", "version", "v",
+    "release", "python", "build", "rank", "number", "no", "order", "page", "step", "level",
 }  # fmt: skip
 #: Words that carry the second side on past its number (``for 2 nights``, ``in Paris``).
 _LINKS = {
@@ -115,17 +116,17 @@ _COMPARISONS: tuple[tuple[str, Relation], ...] = (
     (r"(?:below|under)", "<"),
     (r"(?:within|inside)", "<="),
 )
-_BE = r"(?:is|are|was|were|'s|’s)"
+_BE = r"is|are|was|were|'s|’s"
 _NOT = r"(?P<neg>\s+not|n't|n’t)?"
 _VERDICT = re.compile(
-    rf"^,?(?:\s*which)?\s+{_BE}(?:\s+{_ADVERBS})?{_NOT}(?:\s+{_ADVERBS})?\s+(?P<cmp>"
+    rf"^,?(?:\s*(?P<which>which))?\s+(?P<be>{_BE})(?:\s+{_ADVERBS})?{_NOT}(?:\s+{_ADVERBS})?\s+(?P<cmp>"
     + "|".join(f"(?P<c{i}>{p})" for i, (p, _) in enumerate(_COMPARISONS))
     + r")\s+(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 _VERBS = re.compile(
-    r"^,?(?:\s*which)?\s+(?:(?P<neg>does not|doesn't|doesn’t|do not|don't|don’t|did not|didn't)"
-    r"\s+(?P<v1>exceed|cover)|(?P<v2>exceeds|exceeded|covers|covered|falls short of|"
+    r"^,?(?:\s*(?P<which>which))?\s+"
+    r"(?:(?P<neg>does not|doesn't|doesn’t|do not|don't|don’t|did not|didn't)\s+(?P<v1>exceed|cover)|(?P<v2>exceeds|exceeded|covers|covered|falls short of|"
     r"fell short of))\s+(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -144,6 +145,7 @@ _NEGATION = re.compile(
     r"\b(?:not|never|no|none|false|wrong|incorrect|untrue|neither|nor)\b|n't|n’t", re.IGNORECASE
 )
 _ANSWER_WORD = re.compile(r"^\s*(?:yes|no|correct|indeed)\b[\s,.:;!—-]*", re.IGNORECASE)
+_MARKS = re.compile(r"(?<!\d)\*\*|\*\*(?!\d)|__|`")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -181,7 +183,8 @@ def _value(text: str) -> float | None:
 def _in_sentence(sentence: str, known: set[float]) -> Contradiction | None:
     if not sentence or sentence.rstrip().endswith("?"):
         return None
-    body = _ANSWER_WORD.sub("", sentence)
+    # Bold and code marks around words, not ``2**10``.
+    body = _ANSWER_WORD.sub("", _MARKS.sub("", sentence))
     for match in _NUMBER_RE.finditer(body):
         found = _verdict_at(body, match, known)
         if found is not None:
@@ -196,7 +199,7 @@ def _verdict_at(body: str, match: re.Match[str], known: set[float]) -> Contradic
         return None
     before = body[:start]
     clause = re.split(r"[,;:(]|\b(?:so|and|but|then|thus|therefore)\b", before)[-1]
-    if _NUMBER_RE.search(clause) or _NEGATION.search(before):
+    if _NEGATION.search(before):
         return None
     symbol = before.rstrip()[-1:] if before.rstrip()[-1:] in _SYMBOLS else ""
     words_before = re.findall(r"[\w×*/+-]+", clause[: len(clause) - len(symbol)].lower())
@@ -205,9 +208,15 @@ def _verdict_at(body: str, match: re.Match[str], known: set[float]) -> Contradic
     left_unit, after = _unit_after(body, end, symbol)
     if left_unit == "?":
         return None
-    stated, rest_at = _relation(after)
-    if stated is None:
+    verdict = _relation(after)
+    if verdict is None:
         return None
+    # Another number in the first side's clause makes it part of a bigger side (``3
+    # nights at 30 EUR is …``), unless the verdict is said of it by ``which``
+    # (``100 USD is 92 EUR, which is …``).
+    if not verdict.which and _NUMBER_RE.search(clause):
+        return None
+    stated, rest_at = verdict.stated, verdict.rest_at
     right = _second_side(after[rest_at:], known)
     if right is None:
         return None
@@ -215,6 +224,8 @@ def _verdict_at(body: str, match: re.Match[str], known: set[float]) -> Contradic
     left_value = _value(match.group())
     if left_value is None or not _same_kind(left_unit, right_unit):
         return None
+    if left_unit is None and right_unit is not None and verdict.plural:
+        return None  # ``2 are more expensive than 85 EUR``: two things, not 2 EUR
     if left_value not in known and right_value not in known:
         return None
     if _holds(left_value, right_value, stated):
@@ -264,19 +275,41 @@ def _unit_after(text: str, end: int, symbol: str) -> tuple[str | None, str]:
 _VERB_START = {"exceeds", "exceeded", "covers", "covered", "falls", "fell"}
 
 
-def _relation(after: str) -> tuple[Relation | None, int]:
-    """The relation stated right after the first side, and where its second side starts."""
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    stated: Relation
+    #: Where the second side starts, in the text after the first.
+    rest_at: int
+    #: Whether it is said of the first side by ``which`` (``…, 92 EUR, which is …``).
+    which: bool
+    #: Whether its verb is plural (``2 are cheaper``: a count of things).
+    plural: bool
+
+
+def _relation(after: str) -> _Verdict | None:
+    """The verdict stated right after the first side, if there is one."""
     verdict = _VERDICT.match(after)
     if verdict is not None:
         index = next(i for i in range(len(_COMPARISONS)) if verdict.group(f"c{i}"))
         stated = _COMPARISONS[index][1]
-        return (_negate(stated) if verdict.group("neg") else stated), verdict.start("rest")
+        return _Verdict(
+            _negate(stated) if verdict.group("neg") else stated,
+            verdict.start("rest"),
+            verdict.group("which") is not None,
+            verdict.group("be").lower() in ("are", "were"),
+        )
     verb = _VERBS.match(after)
     if verb is not None:
         name = (verb.group("v1") or verb.group("v2")).lower()
         stated = _VERB_RELATIONS[" ".join(name.split())]
-        return (_negate(stated) if verb.group("neg") else stated), verb.start("rest")
-    return None, 0
+        negated = verb.group("neg")
+        return _Verdict(
+            _negate(stated) if negated else stated,
+            verb.start("rest"),
+            verb.group("which") is not None,
+            negated is not None and negated.lower().startswith(("do ", "don")),
+        )
+    return None
 
 
 def _negate(relation: Relation) -> Relation:
