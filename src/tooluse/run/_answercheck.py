@@ -126,8 +126,10 @@ _VERDICT = re.compile(
 )
 _VERBS = re.compile(
     r"^,?(?:\s*(?P<which>which))?\s+"
-    r"(?:(?P<neg>does not|doesn't|doesn’t|do not|don't|don’t|did not|didn't)\s+(?P<v1>exceed|cover)|(?P<v2>exceeds|exceeded|covers|covered|falls short of|"
-    r"fell short of))\s+(?P<rest>.*)$",
+    r"(?:(?P<neg>does not|doesn't|doesn’t|do not|don't|don’t|did not|didn't)"
+    r"\s+(?P<v1>exceed|cover)"
+    r"|(?P<v2>exceeds|exceeded|covers|covered|falls short of|fell short of))"
+    r"\s+(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 _VERB_RELATIONS: dict[str, Relation] = {
