@@ -132,3 +132,19 @@ def test_a_stream_gives_the_check_and_ends_with_the_answer_after_the_note() -> N
     assert checks(streamed) == [(3, "noted"), (4, "corrected")]
     done = streamed[-1]
     assert isinstance(done, DoneEvent) and done.result.answer == RIGHT
+
+
+def test_a_scripts_printed_results_are_what_the_code_conventions_answer_is_checked_against() -> (
+    None
+):
+    script = (
+        "```python\nimport tools\nrate = tools.get_exchange_rate('USD', 'EUR')\n"
+        "print(tools.calculator(expression=f'100 * {rate}'))\n```"
+    )
+    seen = Seen()
+    model = ScriptedModel([{"content": script}, {"content": WRONG}, {"content": RIGHT}])
+    with Agent(model, seed_tools, convention="code", check_answers=True, on_event=seen) as agent:
+        result = agent.run(TASK)
+    assert [c.name for c in result.calls] == ["get_exchange_rate", "calculator"]
+    assert result.answer == RIGHT and notes(result)[-1] == NOTE
+    assert checks(seen) == [(2, "noted"), (3, "corrected")]
