@@ -13,10 +13,16 @@ conditionals; a negation anywhere before the verdict (``it is not true that``);
 ``not only``, ``no more than`` and hedges (``would``, ``might``); numbers next to
 ``-``, ``/`` or ``:`` (dates, times, ranges), with a scale (``1.2 million``), a
 rate (``per night``) or arithmetic around them (``3 times``, ``plus``); another
-number before the first in its clause (``3 nights at 30 EUR``); a second side
+number before the first in its clause (``3 nights at 30 EUR``), unless the verdict
+is said of the first by ``which`` (``100 USD is 92 EUR, which is …``); a bare
+first number with a plural verb (``2 are cheaper than 85 EUR``: a count); a second side
 that goes on after its number (``for the 85 EUR room for 2 nights``); and two
 sides of different units or nouns (``5 km`` and ``3 miles``, ``12 slices`` and
 ``10 people``).
+
+Not checked at all: a number the answer gives for a result that differs from the
+one a tool returned. Rounding, unit conversions and sums of several results are
+legitimate, and telling them from a slip is not clear enough.
 """
 
 from __future__ import annotations
