@@ -244,3 +244,33 @@ def test_sim_buffer_prints_one_row_per_policy_and_draws_the_figure(tmp_path: Pat
     losses = {r[0]: float(r[1]) for r in rows if r[0] in names}
     assert losses["agent_offload"] < losses["threshold_truncate"] < losses["random_evict"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_run_check_answers_shows_the_note_and_ends_with_the_answer_after_it(
+    tmp_path: Path, stream: str
+) -> None:
+    script = tmp_path / "replies.jsonl"
+    replies = [
+        {
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "calculator", "arguments": '{"expression": "90 + 2"}'},
+                }
+            ]
+        },
+        {"content": "92 is less than 85."},
+        {"content": "92 is more than 85."},
+    ]
+    script.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    args = ["run", "x", "--tools", "examples.seed_tools:toolbox", "--model", f"scripted:{script}"]
+    proc = tooluse(*args, stream, "--check-answers")
+    assert proc.returncode == 0, proc.stderr
+    assert "92 is more than 85." in proc.stdout and "less" not in proc.stdout
+    assert 'answer check: Check your answer: it says "92 is less than 85", but 92 ≥ 85.' in (
+        " ".join(proc.stderr.split())
+    )
+    assert "answer check: corrected" in proc.stderr
+    assert "completed · 3 rounds" in proc.stderr

@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from ._messages import Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -39,6 +39,7 @@ from .policy._approval import ApprovalRequest
 __all__ = [
     "CONTEXT_TOOLS",
     "SCHEMA_VERSION",
+    "AnswerChecked",
     "ApprovalDecided",
     "ApprovalNeeded",
     "CallEnd",
@@ -365,6 +366,52 @@ class Feedback(Event):
     @classmethod
     def _from_body(cls, d: Mapping[str, Any], t: float) -> Feedback:
         return cls(int(d.get("round", 0)), str(d["text"]), t=t)
+
+
+#: What became of an answer `AnswerChecked` tells of.
+CheckOutcome = Literal["noted", "corrected", "kept"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerChecked(Event):
+    """The model's final answer in `round` was checked against the run's results
+    (``Agent(check_answers=True)``); only answers the check has something to say
+    about are told.
+
+    `outcome` is ``noted`` (the answer contradicts what it compares: `note`, sent
+    to the model, says how, and the run goes on for one more answer), then, at the
+    next answer, ``corrected`` (it passes the check: the run ends with it) or
+    ``kept`` (it still contradicts, `note` says how: the run ends with it all the
+    same, since a run is noted once). `answer` is the answer checked.
+    """
+
+    kind: ClassVar[str] = "answer_check"
+    streamed: ClassVar[bool] = True
+    round: int
+    outcome: CheckOutcome
+    answer: str
+    note: str = ""
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "outcome": self.outcome,
+            "answer": self.answer,
+            "note": self.note,
+        }
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> AnswerChecked:
+        outcome = str(d["outcome"])
+        if outcome not in get_args(CheckOutcome):
+            raise ValueError(f"unknown outcome {outcome!r}")
+        return cls(
+            int(d.get("round", 0)),
+            outcome,  # type: ignore[arg-type]  # checked just above
+            str(d.get("answer", "")),
+            str(d.get("note", "")),
+            t=t,
+        )
 
 
 # --- calls -----------------------------------------------------------------------------
@@ -915,6 +962,7 @@ _CLASSES: tuple[type[Event], ...] = (
     ModelReply,
     RoundEnd,
     Feedback,
+    AnswerChecked,
     CallStart,
     CallEnd,
     CallRejected,

@@ -29,6 +29,7 @@ SAMPLES: list[events.Event] = [
     events.ModelReply(1, {"role": "assistant", "content": "hi"}, {"input_tokens": 2}, "stop", t=7),
     events.RoundEnd(1, Usage(input_tokens=2, output_tokens=1), t=8.0),
     events.Feedback(2, "use a tool", t=9.0),
+    events.AnswerChecked(2, "kept", "92 is less than 85", "Check your answer: ...", t=9.5),
     events.CallStart("c1", "echo", 1, 0, t=10.0),
     events.CallEnd(CallRecord("c1", "echo", {"x": 1}, "1", None, 1, 9.5, 0.25), t=11.0),
     events.CallRejected(RejectedCall("c2", "echo", '{"y": 1}', "bad", 1, kind="denied"), t=12),

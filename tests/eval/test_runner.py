@@ -312,3 +312,32 @@ def test_traces_keep_each_entrys_run_beside_the_results(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     Bench(BenchConfig("chain", out=plain, options=SuiteOptions(widths=(2,)))).run()
     assert not (plain / "traces").exists()
+
+
+def test_the_answer_check_runs_through_the_call_policy_and_rows_name_it(tmp_path: Path) -> None:
+    import re
+
+    from tooluse.eval import CallPolicy
+    from tooluse.run._answercheck import NOTE_START
+
+    def respond(messages: Sequence[Message]) -> dict[str, Any]:
+        if (messages[-1].content or "").startswith(NOTE_START):
+            return {"content": "I did not check anything."}
+        task = next(m.content or "" for m in messages if m.role == "user")
+        n = int(re.findall(r"\d+", task)[0])
+        return {"content": f"{n} items is more than {n + 5} items."}
+
+    model = ScriptedModel(respond, name="scripted")
+    config = BenchConfig(
+        "fanout",
+        out=tmp_path,
+        model=model,
+        conventions=("json",),
+        calls=CallPolicy(check_answers=True),
+        traces=True,
+    )
+    [row] = Bench(config, [FanoutTask("listed", 2)]).run()
+    assert row.model == "scripted check_answers" and row.rounds == 2
+    trace = (tmp_path / "traces" / "json" / f"{row.entry_id}.jsonl").read_text()
+    checks = [json.loads(line) for line in trace.splitlines() if '"answer_check"' in line]
+    assert [c["outcome"] for c in checks] == ["noted", "corrected"]

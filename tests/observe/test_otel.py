@@ -227,3 +227,17 @@ def test_context_offloads_are_events_on_the_run_span(receiver: OtlpReceiver) -> 
     compress = dict(run.events)["tooluse.context.compress"]
     assert compress["tooluse.context.call_id"] == "k1"
     assert by_name(spans)["execute_tool context_compress"]
+
+
+def test_the_answer_check_is_an_event_on_the_run_span(receiver: OtlpReceiver) -> None:
+    replies: list[dict[str, object]] = [
+        call("c1", "calculator", expression="90 + 2"),
+        {"content": "92 is less than 85."},
+        {"content": "92 is more than 85."},
+    ]
+    result, spans = export_run(receiver, replies, check_answers=True)
+    assert result.answer == "92 is more than 85."
+    (run,) = by_name(spans)["invoke_agent"]
+    checks = [attributes for name, attributes in run.events if name == "tooluse.answer_check"]
+    assert [c["tooluse.answer_check.outcome"] for c in checks] == ["noted", "corrected"]
+    assert [c["tooluse.round"] for c in checks] == [2, 3]

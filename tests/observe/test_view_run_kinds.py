@@ -159,6 +159,13 @@ def samples(ask: Path, tmp_path: Path) -> list[dict[str, object]]:
         {"event": "text", "text": "Let me check", "round": 1},
         {"event": "round_end", "round": 1, "usage": None},
         {"event": "feedback", "round": 1, "text": "use a tool"},
+        {
+            "event": "answer_check",
+            "round": 2,
+            "outcome": "noted",
+            "answer": "92 EUR is not enough for the 85 EUR room.",
+            "note": "Check your answer: it says ..., but 92 ≥ 85.",
+        },
         {"event": "call_start", "id": "c9", "name": "balance", "round": 1, "index": 0},
         {"event": "script_start", "id": "s1", "code": "print(1)", "round": 1},
         {"event": "script_output", "id": "s1", "line": "1"},

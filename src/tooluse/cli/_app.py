@@ -30,6 +30,7 @@ from .. import (
     UsageError,
 )
 from ..events import (
+    AnswerChecked,
     CallEnd,
     CallRejected,
     Event,
@@ -120,6 +121,11 @@ def _render_event(event: Event) -> None:
                 err.print(escape(shown))
         case Feedback(text=text):
             err.print(f"[magenta]↺ feedback[/]: {escape(text)}")
+        case AnswerChecked(outcome="noted", note=note):
+            err.print(f"[magenta]↺ answer check[/]: {escape(note)}")
+        case AnswerChecked(outcome=outcome, note=note):
+            said = f": {escape(note)}" if note else ""
+            err.print(f"[magenta]✓ answer check[/]: {outcome}{said}")
         case ScopeFixed(tools=tools, problem=problem):
             named = ", ".join(tools) or "no tool with side effects"
             note = f" ({problem})" if problem else ""
@@ -281,6 +287,15 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
             "or only each call once its round is done.",
         ),
     ] = True,
+    check_answers: Annotated[
+        bool,
+        typer.Option(
+            "--check-answers",
+            help="Check the final answer against the run's results: an answer whose "
+            "comparison its own numbers refute (92 EUR is not enough for 85 EUR) gets one "
+            "note and one more round.",
+        ),
+    ] = False,
 ) -> None:
     """Run TASK with an agent and print its answer."""
     policy = _policy(approve)
@@ -305,6 +320,7 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         max_rounds=max_rounds,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel_calls,
+        check_answers=check_answers,
         system_prompt=system,
         on_event=_fan_out(writer, render),
         approval=policy,

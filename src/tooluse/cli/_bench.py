@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -112,6 +113,15 @@ BaseUrlOption = Annotated[
 RetryOption = Annotated[
     bool, typer.Option("--retry-errors", help="Run again the entries whose row is an error.")
 ]
+CheckAnswersOption = Annotated[
+    bool,
+    typer.Option(
+        "--check-answers",
+        help="Check each final answer against the run's results (Agent(check_answers=True)): "
+        "an answer whose comparison its own numbers refute gets one note and one more round. "
+        "Rows name it beside the model.",
+    ),
+]
 TracesOption = Annotated[
     bool,
     typer.Option(
@@ -130,6 +140,7 @@ def _shared_options(  # noqa: PLR0917 - the options every suite command takes, d
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
     traces: TracesOption = False,
+    check_answers: CheckAnswersOption = False,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -223,6 +234,7 @@ def _bench(
     base_url: str | None,
     retry_errors: bool,
     traces: bool = False,
+    check_answers: bool = False,
     calls: CallPolicy | None = None,
     executor: ExecutorOption = ExecutorOption.local,
     ray_address: str | None = None,
@@ -246,6 +258,10 @@ def _bench(
     )
     from ..eval._report import aggregate, cost_table
 
+    policy = calls or CallPolicy()
+    if check_answers:
+        policy = replace(policy, check_answers=True)
+
     config = BenchConfig(
         suite=suite,
         out=out,
@@ -264,7 +280,7 @@ def _bench(
         base_url=base_url,
         retry_errors=retry_errors,
         traces=traces,
-        calls=calls or CallPolicy(),
+        calls=policy,
         executor=executor.value,
         ray=RayOptions(address=ray_address, cpus=ray_cpus, rate_limit=rate_limit),
     )

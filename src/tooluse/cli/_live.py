@@ -11,6 +11,7 @@ from rich.markup import escape
 from .._messages import Message
 from .._records import CallRecord, RejectedCall
 from ..events import (
+    AnswerChecked,
     ApprovalNeeded,
     CallOutcome,
     CallStart,
@@ -106,6 +107,8 @@ class LiveView:
         elif isinstance(event, ContextMove):
             ids = ", ".join(event.ids) or "-"
             self.console.print(f"[blue]⇢ context {event.action} by the {event.by}[/]: {ids}")
+        elif isinstance(event, AnswerChecked):
+            self.render_record(event)
         elif isinstance(event, ApprovalNeeded):
             names = ", ".join(sorted({r.tool for r in event.pending}))
             self.console.print(f"[yellow]⏸ waiting for approval[/]: {escape(names)}")

@@ -80,7 +80,8 @@ class _Counting(Convention):
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """How the json convention asks for calls; see `Agent`'s arguments of the same names."""
+    """How the agent is asked to work: the json convention's calls (tool choice, parallel
+    calls), rounds, tool search, answer checks; see `Agent`'s arguments of the same names."""
 
     tool_choice: str | None = None
     parallel_tool_calls: bool | None = None
@@ -92,6 +93,8 @@ class CallPolicy:
     tool_search: SearchMode | None = None
     #: Pad a searchable task's toolbox with distractor BFCL functions up to this size.
     toolbox_size: int | None = None
+    #: Check final answers against the run's results (``Agent(check_answers=True)``).
+    check_answers: bool = False
 
     @property
     def label(self) -> str:
@@ -107,6 +110,8 @@ class CallPolicy:
             parts.append(f"tool_search={self.tool_search}")
         if self.toolbox_size is not None:
             parts.append(f"toolbox={self.toolbox_size}")
+        if self.check_answers:
+            parts.append("check_answers")
         return " ".join(parts)
 
 
@@ -131,6 +136,7 @@ def _agent(
         sandbox=sandbox,
         tool_choice=calls.tool_choice,
         parallel_tool_calls=calls.parallel_tool_calls,
+        check_answers=calls.check_answers,
         tool_search=(calls.tool_search or "never") if task.searchable else "never",
         trace=trace,
     )

@@ -128,6 +128,11 @@ class Agent(Closing):
             it can answer; None leaves it to the convention (``auto``).
         parallel_tool_calls: False asks the model for at most one call per
             reply (backends that support it); None leaves the backend's default.
+        check_answers: check the model's final answer against the run's
+            results: an answer whose comparison its own numbers refute (``92
+            EUR is not enough for the 85 EUR room``) is sent one note a run
+            saying so, and the model answers again, in a round of `max_rounds`
+            (see docs/models.md). Each check is told as an `AnswerChecked` event.
         approval: decides on calls before they run, the model's and its
             scripts' alike: a callable taking an `ApprovalRequest` and returning
             an `Approval` (or True / False), an `ApprovalPolicy`, or
@@ -186,6 +191,7 @@ class Agent(Closing):
         context: ContextPolicy | None = None,
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
+        check_answers: bool = False,
         approval: ApprovalPolicy | PolicyFunction | str | None = None,
         tool_search: SearchMode | None = None,
         always_loaded: Iterable[str] = (),
@@ -229,6 +235,7 @@ class Agent(Closing):
             tool_names=frozenset(
                 [*self.tools.names, *(s.function for s in self.tools.stub_signatures())]
             ),
+            check_answers=check_answers,
         )
         self.trace = Path(trace) if trace is not None else None
         self.on_event = on_event

@@ -43,6 +43,7 @@ from ..models import ModelRequest, ModelResponse, ToolChoice
 from ..policy._approval import ApprovalRequest
 from ..tools import Tool
 from ..tools._output import OutputTool
+from ._answercheck import NOTE_START, contradiction
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 
@@ -127,6 +128,9 @@ class LoopConfig:
     #: calling it before any tool has run gets `UNMADE_CALL_NOTE`, and one right
     #: after a failed call gets `UNMADE_RETRY_NOTE`; one note a run.
     tool_names: frozenset[str] = frozenset()
+    #: Check a final answer against the run's results (`tooluse.run._answercheck`):
+    #: one that contradicts them gets one note a run, and one more round.
+    check_answers: bool = False
 
 
 @dataclass(slots=True)
@@ -169,6 +173,8 @@ class RunState:
     extra_tools: Callable[[], Sequence[Tool]] | None = None
     #: Whether the run has had `UNMADE_CALL_NOTE`.
     noted_unmade_call: bool = False
+    #: Whether the run has had the answer check's note.
+    noted_answer: bool = False
     #: The messages again, for the requests to show without a copy each round
     #: (`messages` is handed out with the result, which may change it).
     sent: Conversation = field(default_factory=Conversation)
@@ -207,6 +213,10 @@ class RunState:
         self.usage = RunUsage(list(result.usage.rounds), list(result.usage.asides))
         self.rounds = result.rounds
         self.pending = list(result.pending)
+        # A run is noted once, across its pauses too.
+        self.noted_answer = any(
+            m.role == "user" and (m.content or "").startswith(NOTE_START) for m in result.messages
+        )
 
 
 def _delivered(state: RunState, output: OutputTool | None, since: int) -> bool:
@@ -698,6 +708,34 @@ def _unmade_call_note(
     return None
 
 
+def _noted_answer(state: RunState, answer: str, round_: int, last_round: bool) -> bool:
+    """Check a final answer against the run's results; True if it was sent a note.
+
+    The first answer that contradicts them gets the note, unless no round is left
+    for another answer; the answer after the note ends the run whatever it says,
+    told as ``corrected`` or ``kept``.
+    """
+    seen = [
+        m.content
+        for m in state.messages
+        if m.role in ("user", "tool") and m.content and not m.content.startswith(NOTE_START)
+    ]
+    found = contradiction(answer, seen)
+    if state.noted_answer:
+        if state.tracing:
+            outcome: ev.CheckOutcome = "corrected" if found is None else "kept"
+            note = "" if found is None else found.note
+            state.emit(ev.AnswerChecked(round_, outcome, answer, note))
+        return False
+    if found is None or last_round:
+        return False
+    state.noted_answer = True
+    state.add(Message("user", found.note))
+    if state.tracing:
+        state.emit(ev.AnswerChecked(round_, "noted", answer, found.note))
+    return True
+
+
 def _follows_a_failed_call(state: RunState) -> bool:
     """Whether the tool results just before the last reply include a failed or refused call."""
     results: list[Message] = []
@@ -852,6 +890,9 @@ def _rounds(
                 state.add(Message("user", note))
                 if state.tracing:
                     state.emit(ev.Feedback(round_, note))
+                continue
+            last_round = round_ >= config.max_rounds
+            if config.check_answers and _noted_answer(state, action.text, round_, last_round):
                 continue
             state.status, state.answer = "completed", action.text
             return

@@ -14,6 +14,8 @@ nothing at all when it is off. Arguments, results, messages and code are
 recorded only when ``TOOLUSE_OTEL_CONTENT=1`` (they may hold private data).
 Context offload and compress show as events on the run's span: the harness's
 (`ContextMove` events) with the ids moved, the agent's with the id of its call.
+So does the answer check (`AnswerChecked`, ``tooluse.answer_check``), with its
+outcome, and its note with the content.
 
 Needs the ``otel`` extra (``pip install 'tooluse[otel]'``). Without a tracer
 provider of the caller's, spans go to an OTLP/HTTP exporter configured by the
@@ -33,6 +35,7 @@ from .._exceptions import UsageError
 from .._records import CallRecord, RejectedCall
 from ..events import (
     CONTEXT_TOOLS,
+    AnswerChecked,
     ApprovalNeeded,
     CallEnd,
     CallRejected,
@@ -165,6 +168,11 @@ class OtelSink:
                 if self.content:
                     attributes["tooluse.text"] = text
                 self._event("tooluse.feedback", event, attributes)
+            case AnswerChecked(round=round_, outcome=outcome, note=note):
+                attributes = {"tooluse.round": round_, "tooluse.answer_check.outcome": outcome}
+                if self.content and note:
+                    attributes["tooluse.text"] = note
+                self._event("tooluse.answer_check", event, attributes)
             case ContextMove(by=by, ids=ids, call_id=None):
                 # The harness's moves; the agent's are told with its call (`_tool_span`),
                 # the attempt included when it failed.

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from .._closing import Closing
 from .._eventloop import PrivateLoop
 from ..events import (
+    AnswerChecked,
     ApprovalNeeded,
     CallEnd,
     CallOutcome,
@@ -122,6 +123,7 @@ StreamEvent = (
     | ContextOffload
     | ContextCompress
     | ApprovalNeeded
+    | AnswerChecked
     | RoundEnd
     | DoneEvent
 )

@@ -248,6 +248,19 @@ class _Render:
                     _block(e.text, self.links, self.run, n),
                     line=n,
                 )
+            case ev.AnswerChecked() as e:
+                said = {
+                    "noted": " (sent to the model)",
+                    "corrected": ": the answer after the note passes",
+                    "kept": ": the answer after the note still contradicts; the run ends with it",
+                }[e.outcome]
+                return _box(
+                    "answer check",
+                    f"{said} · round {e.round}",
+                    *([_block(e.note, self.links, self.run, n)] if e.note else []),
+                    class_="feedback",
+                    line=n,
+                )
             case ev.ContextOffload() as e:
                 return self._context_offload(e, n)
             case ev.RunEnd() as e:
