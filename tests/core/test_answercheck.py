@@ -37,6 +37,13 @@ CONTRADICTIONS = [
     ("`92` is smaller than `85`.", "92 ≥ 85"),
     ("-5 °C is above 3 °C.", "-5 ≤ 3"),
     (
+        "Since 100 USD is equivalent to 92 EUR, which is less than the required amount of "
+        "85 EUR for a hotel room, it is not enough.",
+        "92 ≥ 85",
+    ),
+    ("100 USD comes to 92 EUR, which is not enough for the 85 EUR room.", "92 ≥ 85"),
+    ("92 EUR is less than 85 EUR for a hotel room.", "92 ≥ 85"),
+    (
         "With 92 EUR in hand: 92 EUR is not enough for the 85 EUR room, so you will need more.",
         "92 ≥ 85",
     ),
@@ -74,6 +81,11 @@ FINE = [
     "92 EUR is not enough for the 85 EUR room plus the 10 EUR breakfast.",
     "92 EUR is not enough for the 85 EUR room for 2 nights.",
     "92 EUR is not enough for 85 EUR per night.",
+    "92 EUR is not enough for 85 EUR for 2 nights.",
+    "92 EUR is not enough for 85 EUR for the room and the 10 EUR breakfast.",
+    "92 EUR is less than 85 EUR for each of us.",
+    "100 USD is equivalent to 92 EUR, which is enough for the 85 EUR room.",
+    "Compared to 92 EUR, 85 EUR is less.",
     "1.2 million is less than 900,000.",
     "2**10 is more than 1000.",
     "3 x 30 EUR, which is less than 85 EUR.",

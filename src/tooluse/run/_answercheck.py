@@ -91,12 +91,22 @@ _BEFORE = {
     "or", "with", "of", "twice", "half", "than", "between", "from", "to", "version", "v",
     "release", "python", "build", "rank", "number", "no", "order", "page", "step", "level",
 }  # fmt: skip
+#: The words before a number that state it as what a value is (``equivalent to 92 EUR``).
+_STATED_AS = [["equivalent", "to"], ["equal", "to"], ["converts", "to"], ["comes", "to"],
+              ["amounts", "to"], ["translates", "to"]]  # fmt: skip
 #: Words that carry the second side on past its number (``for 2 nights``, ``in Paris``).
 _LINKS = {
     "for", "in", "at", "with", "on", "from", "to", "by", "of", "per", "plus", "and", "or",
     "including", "each", "times", "after", "before", "over", "under", "than", "into", "a",
     "an", "the", "is", "are", "was", "were", "if", "when", "combined", "together", "total",
 }  # fmt: skip
+#: What a second side is for, after ``for``: an article and one or two plain words,
+#: then the clause's end (``for a hotel room.``), never a number or a link.
+_PURPOSE = re.compile(
+    r"(?:\s+(?:a|an|the|your|my))?(?:\s+(?!(?:for|in|at|with|on|and|or|plus|per|each|"
+    r"including|of|by|to)\b)[A-Za-z]+){1,2}(?=\s*(?:[.,;:!)]|$|\s(?:so|but|which|because)\b))",
+    re.IGNORECASE,
+)
 #: Words that end a clause (the second side may end with one).
 _ENDS = {"so", "but", "which", "because", "therefore", "thus", "hence", "while", "whereas"}
 #: Words between the comparison and the second number that do not change it.
@@ -211,7 +221,7 @@ def _verdict_at(body: str, match: re.Match[str], known: set[float]) -> Contradic
         return None
     symbol = before.rstrip()[-1:] if before.rstrip()[-1:] in _SYMBOLS else ""
     words_before = re.findall(r"[\w×*/+-]+", clause[: len(clause) - len(symbol)].lower())
-    if words_before and words_before[-1] in _BEFORE:
+    if words_before and words_before[-1] in _BEFORE and words_before[-2:] not in _STATED_AS:
         return None
     left_unit, after = _unit_after(body, end, symbol)
     if left_unit == "?":
@@ -335,7 +345,7 @@ def _second_side(rest: str, known: set[float]) -> tuple[float, str | None, int] 
     lead = rest[: first.start()]
     symbol = lead.rstrip()[-1:] if lead.rstrip()[-1:] in _SYMBOLS else ""
     fillers = re.findall(r"\S+", lead[: len(lead.rstrip()) - len(symbol)])
-    if len(fillers) > 3 or any(w.lower() not in _FILLERS for w in fillers):
+    if len(fillers) > 4 or any(w.lower() not in _FILLERS for w in fillers):
         return None
     if _touches(rest, *first.span()):
         return None
@@ -363,6 +373,12 @@ def _clause_end(after: str) -> int | None:
         token = word.group(1).lower()
         if token in _ENDS:
             return at
+        if token == "for":
+            # ``85 EUR for a hotel room``: what the second side is for, no number in it.
+            purpose = _PURPOSE.match(after[at + word.end() :])
+            if purpose is None:
+                return None
+            return at + word.end() + purpose.end()
         if nouns == 2 or token in _LINKS or token in _SCALES or token in _UNITS:
             return None
         nouns += 1
