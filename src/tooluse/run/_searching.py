@@ -15,6 +15,7 @@ from ..conventions._text import describe_tools
 from ..search import SearchRun, auto_wants_search
 from ..search._deferred import Render
 from ..tools import Tool, Toolbox
+from ..tools._render import example_arguments
 
 __all__ = ["more_tools_note", "render_for", "schema_tokens", "search_on", "search_tool_name"]
 
@@ -25,7 +26,8 @@ DEFAULT_BUDGET = 128_000
 def _json_definitions(tools: Sequence[Tool]) -> str:
     return "\n".join(
         json.dumps(
-            {"name": t.name, "description": t.description, "parameters": t.parameters},
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            | ({"examples": example_arguments(t)} if t.examples else {}),
             separators=(",", ":"),
             ensure_ascii=False,
         )
@@ -34,7 +36,7 @@ def _json_definitions(tools: Sequence[Tool]) -> str:
 
 
 def _stubs(tools: Sequence[Tool]) -> str:
-    return Toolbox(tools).stub_module()
+    return Toolbox(tools).stub_module(module="tools")
 
 
 def render_for(convention: Convention) -> Render:
