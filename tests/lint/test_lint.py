@@ -439,7 +439,9 @@ def test_a_tool_with_side_effects_is_never_advised_to_show_an_example_value() ->
     # No tool is advised to put a value in a description: examples are whole calls.
     reading = lint([quote_bill])
     assert reading and all("example value" not in f.fix for f in reading)
-    assert all(f.fix.endswith("show whole example calls with @tool(examples=[...])") for f in reading)
+    assert all(
+        f.fix.endswith("show whole example calls with @tool(examples=[...])") for f in reading
+    )
 
 
 def test_a_tool_with_examples_is_not_sent_to_add_them() -> None:

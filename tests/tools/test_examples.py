@@ -250,7 +250,9 @@ def test_the_text_convention_writes_examples_as_calls_it_reads_back() -> None:
 def test_the_react_format_writes_examples_as_actions_it_reads_back() -> None:
     convention = TextConvention("react")
     prompt = convention.prepare(BOX, None).system_prompt or ""
-    line = '    Example: Action: get_weather[{"city": "Madrid"}] -> {"city": "Madrid", "sky": "sunny"}'
+    line = (
+        '    Example: Action: get_weather[{"city": "Madrid"}] -> {"city": "Madrid", "sky": "sunny"}'
+    )
     assert line in prompt.splitlines()
     action = line.removeprefix("    Example: ").split(" -> ")[0]
     read = convention.interpret(_reply(f"Thought: look it up\n{action}"))

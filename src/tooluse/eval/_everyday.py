@@ -425,15 +425,15 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "get_weather": [
         {
             "arguments": {"city": "Madrid"},
-            "result": {"city": "Madrid", "temperature_c": 24.0, "conditions": "sunny"},
+            "result": {"city": "Madrid", "temperature_c": 21.0, "conditions": "sunny"},
         }
     ],
     "get_forecast": [
         {
             "arguments": {"city": "Madrid", "days": 2},
             "result": [
-                {"day": "Monday", "high_c": 24.0, "low_c": 16.0, "conditions": "sunny"},
-                {"day": "Tuesday", "high_c": 26.0, "low_c": 18.0, "conditions": "cloudy"},
+                {"day": "Monday", "high_c": 21.0, "low_c": 13.0, "conditions": "sunny"},
+                {"day": "Tuesday", "high_c": 23.0, "low_c": 15.0, "conditions": "cloudy"},
             ],
         }
     ],
@@ -464,7 +464,7 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
             "arguments": {"date": "2026-03-09"},
             "result": [
                 {"start": "09:30", "title": "Quarterly planning", "minutes": 90},
-                {"start": "14:00", "title": "Budget review", "minutes": 45},
+                {"start": "15:00", "title": "Budget review", "minutes": 45},
             ],
         }
     ],

@@ -176,7 +176,11 @@ def tools_block(tools: Sequence[Tool]) -> str:
         "<tools>",
     ]
     for t in tools:
-        spec = {"name": t.name, "description": described_with_examples(t), "parameters": t.parameters}
+        spec = {
+            "name": t.name,
+            "description": described_with_examples(t),
+            "parameters": t.parameters,
+        }
         lines.append(json.dumps(spec, ensure_ascii=False))
     lines.append("</tools>")
     return "\n".join(lines)

@@ -151,7 +151,7 @@ def example_call(tool: Tool, example: ToolExample, function: str) -> str:
 
     Arguments follow the signature's order and take their Python names.
     """
-    names = dict((key, name) for name, key in stub_signature(tool).params)
+    names = {key: name for name, key in stub_signature(tool).params}
     order = [key for key in names if key in example.arguments]
     order += [key for key in example.arguments if key not in names]
     arguments = ", ".join(
