@@ -12,10 +12,17 @@ import pytest
 
 from tooluse import Toolbox, ToolDefinitionError, ToolExample, tool
 from tooluse._messages import Message
-from tooluse.conventions import Calls, CodeConvention, PlanConvention, TextConvention
+from tooluse.conventions import (
+    Calls,
+    CodeConvention,
+    JsonConvention,
+    PlanConvention,
+    TextConvention,
+)
 from tooluse.mcp import MCPClient, ToolServer
 from tooluse.models._base import ModelRequest, ModelResponse
 from tooluse.models._chat_template import plain_messages, tool_specs, tools_block
+from tooluse.run._searching import render_for
 from tooluse.tools import Tool
 
 RATES = {"USD": 1.0, "EUR": 0.92, "CAD": 1.36}
@@ -294,3 +301,17 @@ async def test_examples_survive_a_trip_through_mcp() -> None:
         {"amount": 10, "base": "USD"},
     ]
     assert box.get("get_weather").examples == (ToolExample({"city": "Madrid"}),)  # type: ignore[union-attr]
+
+
+# --- tool search: found tools are written with their examples -------------------------------
+
+
+def test_tools_found_by_search_are_written_with_their_examples() -> None:
+    found = [get_weather]
+    assert ">>> tools.get_weather(city='Madrid')" in render_for(CodeConvention())(found)
+    assert "Example: [get_weather(city='Madrid')]" in render_for(TextConvention())(found)
+    assert 'Example: Action: get_weather[{"city": "Madrid"}]' in render_for(
+        TextConvention("react")
+    )(found)
+    [definition] = render_for(JsonConvention())(found).splitlines()
+    assert json.loads(definition)["examples"] == [{"city": "Madrid"}]

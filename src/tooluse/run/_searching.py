@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from .._tokens import count_tokens
 from ..conventions import Convention
-from ..conventions._text import describe_tools
+from ..conventions._text import TextConvention, describe_tools
 from ..search import SearchRun, auto_wants_search
 from ..search._deferred import Render
 from ..tools import Tool, Toolbox
@@ -44,7 +44,9 @@ def render_for(convention: Convention) -> Render:
     if convention.caller == "script":
         return _stubs
     if not convention.native_tools:
-        return describe_tools
+        # Examples are written as the convention's calls: a ReAct prompt's as actions.
+        form = convention.format if isinstance(convention, TextConvention) else "python"
+        return lambda tools: describe_tools(tools, form)
     return _json_definitions
 
 
