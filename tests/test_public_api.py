@@ -70,6 +70,7 @@ def test_top_level_exports() -> None:
             "Tool",
             "ToolCall",
             "ToolDefinitionError",
+            "ToolExample",
             "ToolUseError",
             "Toolbox",
             "Usage",

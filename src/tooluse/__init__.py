@@ -66,7 +66,7 @@ if TYPE_CHECKING:
         TextEvent,
     )
     from .run._trace import JsonlTrace, read_trace
-    from .tools import RunContext, Tool, Toolbox, tool
+    from .tools import RunContext, Tool, Toolbox, ToolExample, tool
 
 _LAZY: dict[str, str] = {
     "Agent": ".run._agent",
@@ -112,6 +112,7 @@ _LAZY: dict[str, str] = {
     "TextEvent": ".run._stream",
     "Tool": ".tools",
     "ToolCall": "._messages",
+    "ToolExample": ".tools",
     "Toolbox": ".tools",
     "Usage": "._messages",
     "arun_script": ".dispatch._scripts",
@@ -178,6 +179,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolDefinitionError",
+    "ToolExample",
     "ToolUseError",
     "Toolbox",
     "Usage",

@@ -27,6 +27,7 @@ from tooluse.eval import (
     Regex,
     evaluate,
 )
+from tooluse.eval._checks import numbers_in
 from tooluse.eval._suites import EVERYDAY_TASKS
 from tooluse.models import ScriptedModel
 from tooluse.sandbox import Sandbox
@@ -112,6 +113,51 @@ def test_bench_tasks_is_thirty_and_more_everyday_tasks_all_passed_by_the_oracle(
     assert {r["suite"] for r in rows} == {"tasks"}
     # Rows carry a task's steps as its width, for the plot of accuracy against it.
     assert {r["width"] for r in rows} == {1, 2, 3, 4}
+
+
+def test_bench_tasks_with_tool_examples_shows_them_and_the_oracle_still_passes_all(
+    tmp_path: Path,
+) -> None:
+    from tooluse.eval._everyday import EXAMPLES, toolbox, toolbox_with_examples
+
+    # Only the variant has examples, every tool has some, and none is a task's call.
+    assert all(not t.examples for t in toolbox)
+    assert all(t.examples for t in toolbox_with_examples)
+    assert set(EXAMPLES) == set(toolbox.names)
+    dataset = Dataset.from_file(EVERYDAY_TASKS)
+    task_calls = {
+        (call.tool, json.dumps(call.arguments, sort_keys=True))
+        for case in dataset.cases
+        for call in case.calls
+    }
+    answers = [c for case in dataset.cases for c in case.checks if isinstance(c, Number)]
+    for t in toolbox_with_examples:
+        for example in t.examples:
+            assert (t.name, json.dumps(dict(example.arguments), sort_keys=True)) not in task_calls
+            # No number in an example's result passes a task's number check.
+            for value in numbers_in(json.dumps(example.result)):
+                assert not [c for c in answers if abs(value - c.value) <= c.tolerance], value
+    proc = tooluse(
+        "bench", "tasks", "--tool-examples", "--conventions", "json,code",
+        "--out", str(tmp_path / "shown"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    shown = _rows(tmp_path / "shown")
+    assert len(shown) == 2 * len(dataset.cases)
+    failed = [(r["entry_id"], r["convention"], r["detail"]) for r in shown if not r["correct"]]
+    assert not failed
+    # The switch changes what the model is sent: the same first task costs more input.
+    plain = tooluse(
+        "bench", "tasks", "--conventions", "json,code", "--categories", "currency",
+        "--limit", "1", "--out", str(tmp_path / "plain"),
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    first = {r["convention"]: r["input_tokens"] for r in _rows(tmp_path / "plain")}
+    with_examples = {
+        r["convention"]: r["input_tokens"] for r in shown if r["entry_id"] == "currency-usd-eur"
+    }
+    assert with_examples["json"] > first["json"]
+    assert with_examples["code"] > first["code"]
 
 
 def test_a_wrong_answer_from_a_scripted_model_fails_through_the_cli(tmp_path: Path) -> None:

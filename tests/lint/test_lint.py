@@ -435,8 +435,24 @@ def test_a_tool_with_side_effects_is_never_advised_to_show_an_example_value() ->
     acting = lint([pay_bill])
     assert {f.rule for f in acting} == {"undocumented-parameter"}
     assert all("without an example value" in f.fix for f in acting)
-    # A tool that only reads is still advised to show one.
-    assert all(f.fix.endswith("with an example value") for f in lint([quote_bill]))
+    assert all(f.fix.endswith("@tool(examples=[...]) instead") for f in acting)
+    # No tool is advised to put a value in a description: examples are whole calls.
+    reading = lint([quote_bill])
+    assert reading and all("example value" not in f.fix for f in reading)
+    assert all(
+        f.fix.endswith("show whole example calls with @tool(examples=[...])") for f in reading
+    )
+
+
+def test_a_tool_with_examples_is_not_sent_to_add_them() -> None:
+    @tool(examples=[{"arguments": {"payee": "Harbour Gas", "amount": 41.5}, "result": "0.50"}])
+    def quote_bill(payee: str, amount: float) -> str:
+        """Quote the fee of paying a bill from the current account."""
+        return "0.50"
+
+    findings = lint([quote_bill])
+    assert {f.rule for f in findings} == {"undocumented-parameter"}
+    assert [f.fix for f in findings] == ["say what it is", "say what it is"]
 
 
 @pytest.mark.parametrize(
@@ -466,6 +482,8 @@ def test_an_example_value_in_a_side_effecting_tool_is_a_copyable_example(
     assert "copyable-example" not in rules(reading)
     (finding,) = [f for f in lint([acting]) if f.rule == "copyable-example"]
     assert finding.principle == "reliability" and finding.where == "parameter 'amount'"
+    assert "a model may copy into a real call" in finding.message
+    assert finding.fix.endswith("move the value into a whole call with @tool(examples=[...])")
 
 
 def test_a_format_without_a_value_is_not_a_copyable_example() -> None:

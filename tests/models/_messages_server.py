@@ -131,8 +131,28 @@ def _check_tools(tools: object) -> set[str] | str:
         schema = tool.get("input_schema")
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             return f"tools.{index}.input_schema: must be an object schema"
+        problem = _check_input_examples(tool.get("input_examples", []), schema)
+        if problem is not None:
+            return f"tools.{index}.input_examples{problem}"
         names.add(tool["name"])
     return names
+
+
+def _check_input_examples(examples: object, schema: Mapping[str, Any]) -> str | None:
+    """A list of input objects, each valid against the tool's input_schema."""
+    import jsonschema
+
+    if not isinstance(examples, list):
+        return ": must be a list"
+    for index, example in enumerate(examples):
+        if not isinstance(example, Mapping):
+            return f".{index}: must be an object"
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(example)
+        )
+        if error is not None:
+            return f".{index}: does not match input_schema: {error.message}"
+    return None
 
 
 def _check_tool_choice(choice: object, tool_names: set[str]) -> str | None:

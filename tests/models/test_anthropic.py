@@ -145,6 +145,51 @@ async def test_tools_choice_and_limits_are_sent(server: MessagesServer) -> None:
     assert sent["temperature"] == 0.2
 
 
+async def test_tool_examples_are_sent_as_input_examples(server: MessagesServer) -> None:
+    @tool(
+        examples=[
+            {"arguments": {"city": "Madrid"}, "result": "sunny in Madrid"},
+            {"arguments": {"city": "Oslo", "unit": "fahrenheit"}},
+        ]
+    )
+    def weather(city: str, unit: str = "celsius") -> str:
+        """Current weather for a city.
+
+        Args:
+            city: The city name.
+            unit: celsius or fahrenheit.
+        """
+        return f"sunny in {city}"
+
+    server.enqueue(message(text("ok")))
+    backend = connect(server.base_url)
+
+    await backend.respond(ask(tools=[weather, get_time]))
+    await backend.aclose()
+
+    # The server checks each example against the tool's input_schema, as the API does.
+    assert server.violations == []
+    [sent, plain] = server.requests[0].json["tools"]
+    assert sent == {
+        "name": "weather",
+        "description": "Current weather for a city.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "The city name."},
+                "unit": {
+                    "type": "string",
+                    "description": "celsius or fahrenheit.",
+                    "default": "celsius",
+                },
+            },
+            "required": ["city"],
+        },
+        "input_examples": [{"city": "Madrid"}, {"city": "Oslo", "unit": "fahrenheit"}],
+    }
+    assert "input_examples" not in plain
+
+
 @pytest.mark.parametrize(
     ("choice", "expected"),
     [

@@ -143,6 +143,45 @@ async def test_strict_tools_send_strict_schemas(server: ChatServer) -> None:
     assert function["parameters"]["properties"]["unit"]["type"] == ["string", "null"]
 
 
+@tool(examples=[{"arguments": {"city": "Madrid"}, "result": "sunny in Madrid"}])
+def weather_shown(city: str, unit: str = "celsius") -> str:
+    """Current weather for a city.
+
+    Args:
+        city: The city name.
+        unit: celsius or fahrenheit.
+    """
+    return f"sunny in {city}"
+
+
+async def test_tool_examples_are_sent_as_schema_examples(server: ChatServer) -> None:
+    server.enqueue(completion("ok"))
+    backend = connect(server.base_url)
+
+    await backend.respond(ask(tools=[weather_shown]))
+    await backend.aclose()
+
+    [sent_tool] = server.requests[0].json["tools"]
+    assert sent_tool["function"]["parameters"]["examples"] == [{"city": "Madrid"}]
+    assert sent_tool["function"]["description"] == "Current weather for a city."
+
+
+async def test_strict_tools_send_examples_in_the_description(server: ChatServer) -> None:
+    server.enqueue(completion("ok"))
+    backend = connect(server.base_url, strict_tools=True)
+
+    await backend.respond(ask(tools=[weather_shown]))
+    await backend.aclose()
+
+    [sent_tool] = server.requests[0].json["tools"]
+    function = sent_tool["function"]
+    # Strict mode takes a documented subset of JSON Schema: the examples stay out of it.
+    assert "examples" not in function["parameters"]
+    assert function["description"] == (
+        'Current weather for a city.\n\nExample: {"city": "Madrid"} -> "sunny in Madrid"'
+    )
+
+
 async def test_named_tool_choice(server: ChatServer, model: OpenAIChat) -> None:
     server.enqueue(completion(tool_calls=[tool_call("c1", "get_time", '{"timezone": "UTC"}')]))
 

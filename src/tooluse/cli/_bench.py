@@ -495,8 +495,19 @@ def tasks(
         ),
     ] = None,
     limit: LimitOption = None,
-) -> None:
+    tool_examples: Annotated[
+        bool,
+        typer.Option(
+            "--tool-examples",
+            help="Show the model example calls of each tool (@tool(examples=...)), with "
+            "values from no task; without it the tools have none.",
+        ),
+    ] = False,
+) -> dict[str, Any] | None:
     """Whole runs over twelve everyday tools: 39 tasks of 1 to 4 steps, checked exactly."""
+    if tool_examples:
+        return {"tools": "tooluse.eval._everyday:toolbox_with_examples"}
+    return None
 
 
 @bench_app.command("agentdojo")

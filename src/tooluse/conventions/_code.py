@@ -174,7 +174,10 @@ class CodeConvention(Convention):
         example = next((s.function for s in tools.stub_signatures() if s.tool != ending), "tool")
         finish = FINISH if output is None else OUTPUT_FINISH.format(name=output.name)
         return PROMPT.format(
-            module=self.module, stubs=tools.stub_module(), example=example, finish=finish
+            module=self.module,
+            stubs=tools.stub_module(module=self.module),
+            example=example,
+            finish=finish,
         )
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:

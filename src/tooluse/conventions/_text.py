@@ -39,7 +39,13 @@ from ..decoding import is_call_name
 from ..models import ModelResponse
 from ..tools import Tool, Toolbox, lean_schema
 from ..tools._output import output_of
-from ..tools._render import inline_annotation, parameter_doc, parameter_list, write_parameters
+from ..tools._render import (
+    example_call,
+    inline_annotation,
+    parameter_doc,
+    parameter_list,
+    write_parameters,
+)
 from ..tools._tool import python_identifier
 from ._base import Answer, Calls, Convention, Interpretation, Prepared, Retry, system_text
 from ._call_spans import call_spans
@@ -144,13 +150,29 @@ def _signature(t: Tool) -> _Signature:
     )
 
 
-def describe_tools(tools: Toolbox | Sequence[Tool]) -> str:
+def _examples(t: Tool, format: TextFormat) -> list[str]:
+    """The tool's examples written as the model writes calls, each with its result."""
+    lines = []
+    for example in t.examples:
+        if format == "python":
+            call = f"[{example_call(t, example, call_name(t.name))}]"
+        else:
+            arguments = json.dumps(dict(example.arguments), ensure_ascii=False, default=str)
+            call = f"Action: {call_name(t.name)}[{arguments}]"
+        if example.has_result:
+            call += f" -> {json.dumps(example.result, ensure_ascii=False, default=str)}"
+        lines.append(f"    Example: {call}")
+    return lines
+
+
+def describe_tools(tools: Toolbox | Sequence[Tool], format: TextFormat = "python") -> str:
     """One Python-like signature per tool, with its description and parameter docs.
 
     Each signature's parameter list is valid Python (``def f(<params>): ...``
-    parses); the listing as a whole is prose for the model, not a module.
+    parses); the listing as a whole is prose for the model, not a module. A
+    tool's examples follow it, written as calls of `format` with their results.
     """
-    return "\n".join(_signature(t).text for t in tools) + "\n"
+    return "\n".join("\n".join([_signature(t).text, *_examples(t, format)]) for t in tools) + "\n"
 
 
 # --- the convention -------------------------------------------------------------------
@@ -184,7 +206,8 @@ class TextConvention(Convention):
             template = REACT_PROMPT
             finish = REACT_FINISH if output is None else REACT_OUTPUT_FINISH
         name = call_name(output.name) if output is not None else ""
-        return template.format(tools=describe_tools(tools), finish=finish.format(name=name))
+        listing = describe_tools(tools, self.format)
+        return template.format(tools=listing, finish=finish.format(name=name))
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
         self._signatures.set({s.call_name: s for s in (_signature(t) for t in tools)})

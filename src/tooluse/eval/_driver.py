@@ -155,7 +155,7 @@ def _turn_text(turn: Turn, convention: str) -> str:
     if not turn.added:
         return turn.text
     if convention == "code":
-        stubs = _only(turn.tools, turn.added).stub_module()
+        stubs = _only(turn.tools, turn.added).stub_module(module="tools")
         return f"{_ADDED_STUBS_NOTE}\n```python\n{stubs}```\n\n{turn.text}"
     if convention == "text":
         listing = describe_tools(_only(turn.tools, turn.added))

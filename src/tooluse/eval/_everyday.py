@@ -5,6 +5,9 @@ an inventory, a calendar, time zones at fixed standard-time offsets (no
 daylight saving), a calculator and lists of cities. Nothing reads the clock or
 the network, so a task's right answer never changes; ``data/tasks.yaml`` holds
 the tasks over them.
+
+`toolbox` shows no example calls; `toolbox_with_examples` is the same tools with
+them (``tooluse bench tasks --tool-examples``), to measure what examples do.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ import math
 import operator
 import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from typing_extensions import TypedDict
 
 from .. import Toolbox, tool
 
-__all__ = ["toolbox"]
+__all__ = ["EXAMPLES", "toolbox", "toolbox_with_examples"]
 
 Currency = Literal["USD", "EUR", "GBP", "JPY", "CHF", "CAD"]
 Unit = Literal["km", "mi", "kg", "lb", "C", "F", "m", "ft", "L", "gal"]
@@ -405,3 +408,84 @@ toolbox = Toolbox(
         list_cities,
     ]
 )
+
+
+#: Example calls for `toolbox_with_examples`, by tool. None of them is a task's call
+#: or gives a task's answer away. Results are the tools' own, but where every value
+#: of a table is some task's (each weather city, each calendar day), the example is
+#: a city or a day outside it, with a result of the shape the tool returns.
+EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "convert_currency": [
+        {
+            "arguments": {"amount": 250, "from_currency": "CAD", "to_currency": "EUR"},
+            "result": 169.12,
+        }
+    ],
+    "get_exchange_rate": [{"arguments": {"base": "EUR", "target": "CHF"}, "result": 0.956522}],
+    "get_weather": [
+        {
+            "arguments": {"city": "Madrid"},
+            "result": {"city": "Madrid", "temperature_c": 21.0, "conditions": "sunny"},
+        }
+    ],
+    "get_forecast": [
+        {
+            "arguments": {"city": "Madrid", "days": 2},
+            "result": [
+                {"day": "Monday", "high_c": 21.0, "low_c": 13.0, "conditions": "sunny"},
+                {"day": "Tuesday", "high_c": 23.0, "low_c": 15.0, "conditions": "cloudy"},
+            ],
+        }
+    ],
+    "convert_units": [
+        {"arguments": {"value": 10, "from_unit": "kg", "to_unit": "lb"}, "result": 22.0462},
+        {"arguments": {"value": 2, "from_unit": "gal", "to_unit": "L"}, "result": 7.5708},
+    ],
+    "check_stock": [
+        {
+            "arguments": {"sku": "C200"},
+            "result": {
+                "sku": "C200",
+                "name": "Laptop stand",
+                "price_usd": 34.5,
+                "quantity": 60,
+                "warehouse": "Berlin",
+            },
+        }
+    ],
+    "list_products": [
+        {
+            "arguments": {"category": "accessories"},
+            "result": [{"sku": "C200", "name": "Laptop stand", "price_usd": 34.5}],
+        }
+    ],
+    "list_events": [
+        {
+            "arguments": {"date": "2026-03-09"},
+            "result": [
+                {"start": "09:30", "title": "Quarterly planning", "minutes": 90},
+                {"start": "15:00", "title": "Budget review", "minutes": 45},
+            ],
+        }
+    ],
+    "find_free_slot": [{"arguments": {"date": "2026-03-03", "minutes": 120}, "result": "11:45"}],
+    "convert_time": [
+        {
+            "arguments": {"time": "23:00", "from_city": "Los Angeles", "to_city": "Berlin"},
+            "result": {"time": "08:00", "day_offset": 1},
+        }
+    ],
+    "calculate": [{"arguments": {"expression": "(80 + 45) * 0.2"}, "result": 25.0}],
+    "list_cities": [
+        {
+            "arguments": {"country": "France"},
+            "result": [
+                {"city": "Paris", "population": 2_103_000},
+                {"city": "Marseille", "population": 873_000},
+                {"city": "Lyon", "population": 522_000},
+            ],
+        }
+    ],
+}
+
+toolbox_with_examples = Toolbox(t.with_examples(EXAMPLES[t.name]) for t in toolbox)

@@ -123,13 +123,21 @@ _EXAMPLE_VALUE = re.compile(
 )
 
 
+#: Where example values belong: whole calls, marked as examples, beside the schema.
+_EXAMPLES_ADVICE = "show whole example calls with @tool(examples=[...])"
+
+
 def _advice(tool: Tool, what: str) -> str:
-    """How to document a parameter; never an example value for a tool that acts."""
+    """How to document a parameter; never an example value in a description of a tool that acts."""
     if tool.side_effects:
-        # An example value in a side-effecting tool's schema is a value a model may copy
-        # into a real call (an amount, a payee): say what it is, and leave examples out.
-        return f"say {what}, without an example value a model could copy into a real call"
-    return f"say {what}, with an example value"
+        # An example value in a side-effecting tool's description is a value a model may
+        # copy into a real call (an amount, a payee): say what it is, and show examples
+        # apart, as whole calls.
+        return (
+            f"say {what}, without an example value a model could copy into a real call; "
+            f"{_EXAMPLES_ADVICE} instead"
+        )
+    return f"say {what}; {_EXAMPLES_ADVICE}" if not tool.examples else f"say {what}"
 
 
 def _parameters(tool: Tool) -> Iterator[Finding]:
@@ -166,7 +174,8 @@ def _parameters(tool: Tool) -> Iterator[Finding]:
                 where,
                 f"the description gives the example value {example['value']} for a tool with "
                 "side effects, which a model may copy into a real call",
-                "describe the format or unit instead, and leave the value out",
+                "describe the format or unit instead, and move the value into a whole call "
+                "with @tool(examples=[...])",
                 rule="copyable-example",
             )
     for path, node in _nodes(tool.parameters):

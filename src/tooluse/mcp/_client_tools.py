@@ -97,7 +97,7 @@ def build_tool(
     acts = side_effects if side_effects is not None else not annotations.get("readOnlyHint", False)
     repeats_safely = annotations.get("idempotentHint", False) is True
 
-    return Tool.from_schema(
+    built = Tool.from_schema(
         name,
         remote.description or remote.title or annotations.get("title") or "",
         remote.input_schema,
@@ -117,6 +117,27 @@ def build_tool(
         callers=callers if callers is not None else frozenset(("model", "script")),
         annotations=annotations,
     )
+    return _with_served_examples(built, remote.input_schema)
+
+
+def _with_served_examples(tool: Tool, schema: Any) -> Tool:
+    """The tool with the argument objects listed in its inputSchema's ``examples``.
+
+    That is where tooluse serves a tool's examples. One that does not fit the schema
+    is the server's mistake: it is left out, and the tool still loads.
+    """
+    given = schema.get("examples") if isinstance(schema, dict) else None
+    if not isinstance(given, list):
+        return tool
+    kept: list[dict[str, Any]] = []
+    for arguments in given:
+        example = {"arguments": arguments}
+        try:
+            tool.with_examples([example])
+        except ToolDefinitionError:
+            continue
+        kept.append(example)
+    return tool.with_examples(kept) if kept else tool
 
 
 def _blocks(content: list[types.ContentBlock]) -> Any:

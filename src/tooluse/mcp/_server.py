@@ -247,10 +247,14 @@ class ToolServer:
         self.dispatcher.close()
 
     def _describe(self, tool: Tool) -> types.Tool:
+        input_schema = lean_schema(tool.parameters, inline=False)
+        if tool.examples:
+            # JSON Schema's own keyword for sample instances: whole argument objects.
+            input_schema["examples"] = [dict(e.arguments) for e in tool.examples]
         return types.Tool(
             name=tool.name,
             description=tool.description or None,
-            input_schema=lean_schema(tool.parameters, inline=False),
+            input_schema=input_schema,
             output_schema=self._outputs[tool.name],
             annotations=annotations_of(tool),
         )

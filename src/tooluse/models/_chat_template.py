@@ -18,6 +18,7 @@ from typing import Any, cast
 from .._messages import Message, ToolCall
 from ..decoding import CALL_CLOSE, CALL_OPEN
 from ..tools import Tool
+from ..tools._render import described_with_examples
 from ._base import ModelRequest
 
 __all__ = ["CHATML", "ChatTemplate", "tools_block"]
@@ -128,11 +129,19 @@ def _has_system(messages: list[dict[str, Any]]) -> bool:
 
 
 def tool_specs(tools: Sequence[Tool]) -> list[dict[str, Any]]:
-    """The tools in the OpenAI shape chat templates are written for."""
+    """The tools in the OpenAI shape chat templates are written for.
+
+    A tool's examples go below its description, one line each: every template
+    prints the description, and few print anything else they do not know.
+    """
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            "function": {
+                "name": t.name,
+                "description": described_with_examples(t),
+                "parameters": t.parameters,
+            },
         }
         for t in tools
     ]
@@ -178,7 +187,11 @@ def tools_block(tools: Sequence[Tool]) -> str:
         "<tools>",
     ]
     for t in tools:
-        spec = {"name": t.name, "description": t.description, "parameters": t.parameters}
+        spec = {
+            "name": t.name,
+            "description": described_with_examples(t),
+            "parameters": t.parameters,
+        }
         lines.append(json.dumps(spec, ensure_ascii=False))
     lines.append("</tools>")
     return "\n".join(lines)

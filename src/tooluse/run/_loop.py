@@ -808,7 +808,13 @@ def _open_conversation(
 def _tools_tokens(tools: Sequence[Tool], config: LoopConfig) -> int:
     if not config.count_tokens:
         return 0
-    return sum(count_tokens(t.name + t.description + json.dumps(t.parameters)) for t in tools)
+    return sum(count_tokens(_tool_text(t)) for t in tools)
+
+
+def _tool_text(t: Tool) -> str:
+    # The examples, where there are any, go with the schema (see `to_openai`).
+    examples = json.dumps([dict(e.arguments) for e in t.examples]) if t.examples else ""
+    return t.name + t.description + json.dumps(t.parameters) + examples
 
 
 def _rounds(

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 from .._tokens import count_tokens
 from ..conventions import Convention
-from ..conventions._text import describe_tools
+from ..conventions._text import TextConvention, describe_tools
 from ..search import SearchRun, auto_wants_search
 from ..search._deferred import Render
 from ..tools import Tool, Toolbox
+from ..tools._render import example_arguments
 
 __all__ = ["more_tools_note", "render_for", "schema_tokens", "search_on", "search_tool_name"]
 
@@ -25,7 +26,8 @@ DEFAULT_BUDGET = 128_000
 def _json_definitions(tools: Sequence[Tool]) -> str:
     return "\n".join(
         json.dumps(
-            {"name": t.name, "description": t.description, "parameters": t.parameters},
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            | ({"examples": example_arguments(t)} if t.examples else {}),
             separators=(",", ":"),
             ensure_ascii=False,
         )
@@ -34,7 +36,7 @@ def _json_definitions(tools: Sequence[Tool]) -> str:
 
 
 def _stubs(tools: Sequence[Tool]) -> str:
-    return Toolbox(tools).stub_module()
+    return Toolbox(tools).stub_module(module="tools")
 
 
 def render_for(convention: Convention) -> Render:
@@ -42,7 +44,9 @@ def render_for(convention: Convention) -> Render:
     if convention.caller == "script":
         return _stubs
     if not convention.native_tools:
-        return describe_tools
+        # Examples are written as the convention's calls: a ReAct prompt's as actions.
+        form = convention.format if isinstance(convention, TextConvention) else "python"
+        return lambda tools: describe_tools(tools, form)
     return _json_definitions
 
 

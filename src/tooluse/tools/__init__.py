@@ -2,7 +2,7 @@
 
 from ._context import RunContext
 from ._render import StubSignature, lean_schema, strict_schema
-from ._tool import Caller, Effects, Tool, Trust, tool
+from ._tool import Caller, Effects, Tool, ToolExample, Trust, tool
 from ._toolbox import Toolbox
 from ._validate import ArgumentChecker, ArgumentsError, ParsedArguments, parse_arguments
 
@@ -15,6 +15,7 @@ __all__ = [
     "RunContext",
     "StubSignature",
     "Tool",
+    "ToolExample",
     "Toolbox",
     "Trust",
     "lean_schema",

@@ -10,11 +10,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._schema import JsonSchema, inline_refs
-from ._tool import Tool, python_identifier
+from ._tool import Tool, ToolExample, python_identifier
 
 __all__ = [
     "Parameter",
     "StubSignature",
+    "described_with_examples",
+    "example_arguments",
+    "example_call",
+    "example_lines",
     "inline_annotation",
     "lean_schema",
     "parameter_doc",
@@ -111,23 +115,79 @@ def strict_schema(parameters: JsonSchema) -> JsonSchema:
     return result
 
 
+# --- examples ----------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def example_arguments(tool: Tool) -> list[dict[str, Any]]:
+    """The arguments of each of the tool's examples, as JSON objects."""
+    return [dict(example.arguments) for example in tool.examples]
+
+
+def example_lines(tool: Tool) -> list[str]:
+    """One line per example, its arguments and result as JSON: ``Example: {...} -> 92.0``."""
+    lines = []
+    for example in tool.examples:
+        line = f"Example: {_json(dict(example.arguments))}"
+        if example.has_result:
+            line += f" -> {_json(example.result)}"
+        lines.append(line)
+    return lines
+
+
+def described_with_examples(tool: Tool) -> str:
+    """The description with the examples below it, for readers that have no place for them."""
+    lines = example_lines(tool)
+    if not lines:
+        return tool.description
+    return "\n\n".join(filter(None, [tool.description.strip(), "\n".join(lines)]))
+
+
+def example_call(tool: Tool, example: ToolExample, function: str) -> str:
+    """The example as a Python call of `function`: keyword arguments, values as literals.
+
+    Arguments follow the signature's order and take their Python names.
+    """
+    names = {key: name for name, key in stub_signature(tool).params}
+    order = [key for key in names if key in example.arguments]
+    order += [key for key in example.arguments if key not in names]
+    arguments = ", ".join(
+        f"{names.get(key) or python_identifier(key)}={example.arguments[key]!r}" for key in order
+    )
+    return f"{function}({arguments})"
+
+
 def to_openai(tool: Tool, *, strict: bool = False) -> dict[str, Any]:
+    """The tool in OpenAI's ``tools`` shape; the examples go in ``parameters.examples``.
+
+    In strict mode the schema keeps to the keywords strict mode documents, so the
+    examples go below the description instead.
+    """
     function: dict[str, Any] = {"name": tool.name}
-    if tool.description:
-        function["description"] = tool.description
+    description = described_with_examples(tool) if strict else tool.description
+    if description:
+        function["description"] = description
     if strict:
         function["parameters"] = strict_schema(tool.parameters)
         function["strict"] = True
     else:
         function["parameters"] = lean_schema(tool.parameters)
+        if tool.examples:
+            function["parameters"]["examples"] = example_arguments(tool)
     return {"type": "function", "function": function}
 
 
 def to_anthropic(tool: Tool) -> dict[str, Any]:
+    """The tool in Anthropic's ``tools`` shape; the examples go in ``input_examples``."""
     out: dict[str, Any] = {"name": tool.name}
     if tool.description:
         out["description"] = tool.description
     out["input_schema"] = lean_schema(tool.parameters)
+    if tool.examples:
+        out["input_examples"] = example_arguments(tool)
     return out
 
 
@@ -501,12 +561,17 @@ def parameter_list(params: Sequence[Parameter]) -> str:
     return ", ".join(parts)
 
 
-def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> str:
+def render_stub_module(
+    tools: Sequence[Tool], *, header: str | None = None, module: str | None = None
+) -> str:
     """Python source declaring each tool as an annotated function with a docstring.
 
     The module is valid Python: annotations are real types (nested objects
     become TypedDicts, enums Literals), defaults are the schema's, and
     parameters the schema requires after optional ones become keyword-only.
+    A tool's examples are doctest lines in its docstring, calling it as
+    ``module.function(...)`` (or ``function(...)`` without a `module`), each
+    followed by the repr of its result when the example gives one.
     """
     signatures = stub_signatures(tools)
     writer = _StubWriter(taken=(s.function for s in signatures))
@@ -533,6 +598,14 @@ def render_stub_module(tools: Sequence[Tool], *, header: str | None = None) -> s
         return_doc = t.returns.get("description") if t.returns else None
         if return_doc:
             doc_lines.append(f"\n    Returns:\n        {' '.join(str(return_doc).split())}")
+        if t.examples:
+            called = f"{module}.{signature.function}" if module else signature.function
+            shown = ["\n    Examples:"]
+            for example in t.examples:
+                shown.append(f"        >>> {example_call(t, example, called)}")
+                if example.has_result:
+                    shown.append(f"        {example.result!r}")
+            doc_lines.append("\n".join(shown))
         doc = "\n".join(doc_lines).replace("\n\n\n", "\n\n")
         source = f"def {signature.function}({parameter_list(params)}) -> {returns}:\n"
         if doc:

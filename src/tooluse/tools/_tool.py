@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import enum
 import functools
 import inspect
+import json
 import keyword
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -16,8 +18,9 @@ import pydantic
 from .._exceptions import ToolDefinitionError
 from ._docstrings import parse_docstring
 from ._schema import JsonSchema, clean_schema, described_function, function_schema
+from ._validate import ArgumentChecker, ArgumentsError
 
-__all__ = ["CALLERS", "Caller", "Tool", "Trust", "tool"]
+__all__ = ["CALLERS", "Caller", "Tool", "ToolExample", "Trust", "tool"]
 
 #: Who makes a call: the model itself (a JSON or text call), or a script it wrote.
 Caller = Literal["model", "script"]
@@ -30,6 +33,39 @@ EFFECTS: tuple[Effects, ...] = ("read", "idempotent", "write")
 # Integers from here on are left to pydantic: float() fails on them, or soon will.
 _FLOAT_LIMIT = 2**1023
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+
+
+class _Unset(enum.Enum):
+    # An enum member: one value, kept as itself through pickling (process pools, Ray).
+    NO_RESULT = "no result"
+
+    def __repr__(self) -> str:
+        return "NO_RESULT"
+
+
+#: A `ToolExample` without a result (a result may be ``None`` itself).
+NO_RESULT = _Unset.NO_RESULT
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExample:
+    """One example call of a tool: its arguments and, if given, what it returned.
+
+    ``@tool(examples=[...])`` takes these or plain dicts of the same shape,
+    ``{"arguments": {...}, "result": ...}``. The arguments must pass the tool's
+    parameter schema; the result is shown as given.
+    """
+
+    arguments: Mapping[str, Any]
+    result: Any = NO_RESULT
+
+    @property
+    def has_result(self) -> bool:
+        return self.result is not NO_RESULT
+
+
+#: What ``examples=`` takes: `ToolExample`s or ``{"arguments": ..., "result": ...}`` dicts.
+Examples = Iterable[ToolExample | Mapping[str, Any]]
 
 
 @dataclass(eq=False)
@@ -67,6 +103,8 @@ class Tool:
     #: A ``write`` tool's own word that running it again after a failure is safe:
     #: without it, a write tool may not declare ``retries``.
     retry_writes: bool = False
+    #: Example calls shown to the model beside the schema (see `tool`'s ``examples``).
+    examples: tuple[ToolExample, ...] = ()
     _adapter: pydantic.TypeAdapter[Any] | None = field(default=None, repr=False)
     # Parameters that need no pydantic model (see `function_schema`): their types by name.
     _scalars: dict[str, type] | None = field(default=None, repr=False)
@@ -98,6 +136,16 @@ class Tool:
         self.parameters.setdefault("properties", {})
         if not self.positional:
             self.positional = tuple(self.parameters["properties"])
+        self.examples = _examples(self.name, self.examples, self.parameters)
+
+    def with_examples(self, examples: Examples) -> Tool:
+        """A copy of this tool showing `examples` (checked as ``@tool(examples=...)`` checks).
+
+        For a tool built elsewhere, such as one an MCP server describes.
+        """
+        copied = copy.copy(self)
+        copied.examples = _examples(self.name, examples, self.parameters)
+        return copied
 
     @property
     def is_async(self) -> bool:
@@ -155,6 +203,7 @@ class Tool:
         effects: Effects | None = None,
         retries: int = 0,
         retry_writes: bool = False,
+        examples: Examples = (),
     ) -> Tool:
         """Build a tool from a typed function (what `@tool` does)."""
         doc = parse_docstring(inspect.getdoc(described_function(fn)))
@@ -175,6 +224,7 @@ class Tool:
             effects=effects,
             retries=retries,
             retry_writes=retry_writes,
+            examples=examples,  # type: ignore[arg-type]  # checked and made a tuple on init
             positional=schema.positional,
             trust=trust,
             callers=_callers(tool_name, callers),
@@ -200,11 +250,12 @@ class Tool:
         effects: Effects | None = None,
         retries: int = 0,
         retry_writes: bool = False,
+        examples: Examples = (),
     ) -> Tool:
         """Build a tool from a JSON Schema and a callable taking keyword arguments.
 
-        ``side_effects``, ``effects``, ``retries``, ``retry_writes``, ``trust`` and
-        ``callers`` mean what they mean for `tool`.
+        ``side_effects``, ``effects``, ``retries``, ``retry_writes``, ``trust``,
+        ``callers`` and ``examples`` mean what they mean for `tool`.
         """
         if not isinstance(parameters, Mapping):
             raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema object")
@@ -222,7 +273,64 @@ class Tool:
             trust=trust,
             callers=_callers(name, callers),
             annotations=dict(annotations or {}),
+            examples=examples,  # type: ignore[arg-type]  # checked and made a tuple on init
         )
+
+
+def _examples(name: str, given: object, parameters: JsonSchema) -> tuple[ToolExample, ...]:
+    """`given` as `ToolExample`s, each checked against the parameters; an error names the first
+    that does not fit, by its index."""
+    if given is None:
+        return ()
+    if isinstance(given, str | bytes | Mapping) or not isinstance(given, Iterable):
+        raise ToolDefinitionError(
+            f"tool {name!r}: examples must be a list of ToolExample or "
+            f"{{'arguments': {{...}}, 'result': ...}} dicts, got {type(given).__name__}"
+        )
+    items = list(given)
+    if not items:
+        return ()
+    checker: ArgumentChecker | None = None
+    out: list[ToolExample] = []
+    for index, item in enumerate(items):
+        where = f"tool {name!r}: example {index}"
+        example = _example(where, item)
+        try:
+            json.dumps(dict(example.arguments), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ToolDefinitionError(f"{where}: arguments must be JSON values ({exc})") from None
+        checker = checker or ArgumentChecker(parameters)
+        try:
+            arguments, _ = checker.check(dict(example.arguments))
+        except ArgumentsError as exc:
+            raise ToolDefinitionError(f"{where} does not fit the parameters: {exc}") from exc
+        out.append(ToolExample(arguments, example.result))
+    return tuple(out)
+
+
+def _example(where: str, item: object) -> ToolExample:
+    if isinstance(item, ToolExample):
+        example = item
+    elif isinstance(item, Mapping):
+        unknown = sorted(str(k) for k in item if k not in ("arguments", "result"))
+        if "arguments" not in item or unknown:
+            said = f"unknown keys {unknown}" if unknown else "no 'arguments'"
+            raise ToolDefinitionError(
+                f"{where}: a dict example is {{'arguments': {{...}}, 'result': ...}} "
+                f"('result' optional); this one has {said}"
+            )
+        example = ToolExample(item["arguments"], item.get("result", NO_RESULT))
+    else:
+        raise ToolDefinitionError(
+            f"{where}: expected a ToolExample or a dict {{'arguments': {{...}}, 'result': ...}}, "
+            f"got {type(item).__name__}"
+        )
+    if not isinstance(example.arguments, Mapping):
+        raise ToolDefinitionError(
+            f"{where}: arguments must be a dict of parameter names to values, "
+            f"got {type(example.arguments).__name__}"
+        )
+    return example
 
 
 def _check_retries(name: str, effects: Effects, retries: object, retry_writes: object) -> None:
@@ -305,6 +413,7 @@ def tool(
     effects: Effects | None = None,
     retries: int = 0,
     retry_writes: bool = False,
+    examples: Examples = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -322,6 +431,7 @@ def tool(
     effects: Effects | None = None,
     retries: int = 0,
     retry_writes: bool = False,
+    examples: Examples = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
 
@@ -367,6 +477,14 @@ def tool(
             acted, so a write tool declaring ``retries`` is refused unless it also
             passes ``retry_writes=True``, its word that it fails only before acting.
         retry_writes: allow ``retries`` on a ``write`` tool (see ``retries``).
+        examples: example calls, each a `ToolExample` or a dict
+            ``{"arguments": {...}, "result": ...}`` (the result is optional). Each
+            example's arguments are checked against the parameters when the tool is
+            built: one that does not fit is a `ToolDefinitionError` naming its index.
+            A model is shown them in its convention's own form: ``examples`` in the
+            JSON Schema, ``input_examples`` for Anthropic, doctest lines in the stub
+            module, calls in the text and plan prompts. Prefer them to a value in a
+            parameter's description, which a model may copy into a real call.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -382,6 +500,7 @@ def tool(
             effects=effects,
             retries=retries,
             retry_writes=retry_writes,
+            examples=examples,
         )
         functools.update_wrapper(built, f, updated=())
         # A partial's own __doc__ describes functools.partial, not the tool.

@@ -119,9 +119,13 @@ class Toolbox:
         """Anthropic Messages ``tools`` (name, description, input_schema)."""
         return [to_anthropic(t) for t in self]
 
-    def stub_module(self, *, header: str | None = None) -> str:
-        """A Python module declaring every tool as an annotated, documented function."""
-        return render_stub_module(list(self), header=header)
+    def stub_module(self, *, header: str | None = None, module: str | None = None) -> str:
+        """A Python module declaring every tool as an annotated, documented function.
+
+        Examples are doctest lines calling ``module.function(...)``, or
+        ``function(...)`` without a `module`.
+        """
+        return render_stub_module(list(self), header=header, module=module)
 
     def stub_signatures(self) -> list[StubSignature]:
         return stub_signatures(list(self))
