@@ -57,6 +57,9 @@ SLOW = {
     # The kill matrix: each test starts two or three processes that launch DBOS on SQLite,
     # and kills one with SIGKILL (durable/test_durable.py stays fast).
     "durable/test_kill.py",
+    # Every multimodal task in json, code and plan: about 150 OCR readings with RapidOCR
+    # (a sign task in every convention stays in the fast tier).
+    "eval/test_multimodal.py::test_bench_multimodal_oracle_passes_every_task_in_json_code_and_plan",
     # Writes a 100 MB trace and has the viewer serve it.
     "observe/test_view_scale.py::test_a_huge_live_trace_costs_a_page_of_memory_and_an_append_costs_its_bytes",
 }

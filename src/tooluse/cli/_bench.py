@@ -514,7 +514,6 @@ def multimodal(
     need("vision", "tooluse bench multimodal")
 
 
-
 def agentdojo(  # noqa: PLR0917
     out: Annotated[Path, typer.Option("--out", help="Directory for results.jsonl and summary.md.")],
     model: Annotated[

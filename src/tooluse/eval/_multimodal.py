@@ -380,9 +380,7 @@ def ocr_accuracy(tasks: Sequence[str] | None = None) -> list[OcrCheck]:
             as_taken = _rows_of(read(name))
             needed += strings
             missing += [s for s in strings if not any(normalize(s) in r for r in upright)]
-            missing_as_taken += [
-                s for s in strings if not any(normalize(s) in r for r in as_taken)
-            ]
+            missing_as_taken += [s for s in strings if not any(normalize(s) in r for r in as_taken)]
         photos = tuple(name for name, _, _ in NEEDS[task])
         checks.append(
             OcrCheck(task, photos, tuple(needed), tuple(missing), tuple(missing_as_taken))
@@ -479,7 +477,8 @@ def _plan(calls: list[Call]) -> str:
         lines.append(f"photo{n} = photo(name={call.arguments['name']!r})")
         image = f"photo{n}"
         if call.arguments.get("degrees"):
-            lines.append(f"turned{n} = rotate(image=photo{n}, degrees={call.arguments['degrees']!r})")
+            degrees = call.arguments["degrees"]
+            lines.append(f"turned{n} = rotate(image=photo{n}, degrees={degrees!r})")
             image = f"turned{n}"
         lines.append(f"s{n} = ocr(image={image})")
         results.append(f"s{n}")
