@@ -514,6 +514,7 @@ def multimodal(
     need("vision", "tooluse bench multimodal")
 
 
+@bench_app.command("agentdojo")
 def agentdojo(  # noqa: PLR0917
     out: Annotated[Path, typer.Option("--out", help="Directory for results.jsonl and summary.md.")],
     model: Annotated[
