@@ -108,7 +108,7 @@ def test_reading_a_photo_with_photo_and_ocr_counts_as_read_photo() -> None:
             self.calls = [_Record(c.tool, c.arguments) for c in calls]
 
     made = task.made_calls([Run(composed)])  # type: ignore[list-item]
-    assert made[0] == Call("read_photo", {"name": "sign-bakery"})
+    assert made == [Call("read_photo", {"name": "sign-bakery"})]
     # Fetching the photo without reading it is not reading it.
     unread = task.made_calls([Run(composed[:2])])  # type: ignore[list-item]
     assert [c.tool for c in unread] == ["photo", "rotate"]
@@ -137,6 +137,8 @@ def test_the_oracle_passes_a_sign_task_in_each_convention_each_way_of_reading(
         ("sign-opens", c) for c in ("json", "code", "plan", "text")
     }
     assert all(r.correct for r in rows), [(r.convention, r.detail) for r in rows]
+    # The vision calls of a script or a plan are its reading of the photo, not extra calls.
+    assert {(r.precision, r.recall) for r in rows} == {(1.0, 1.0)}
     called = {c: _called(tmp_path / "traces" / c / "sign-opens.jsonl") for c in ("json", "code")}
     called["plan"] = _called(tmp_path / "traces" / "plan" / "sign-opens.jsonl")
     # JSON reads by name; a script and a plan pass the image from tool to tool.
@@ -189,6 +191,7 @@ def test_bench_multimodal_oracle_passes_every_task_in_json_code_and_plan(tmp_pat
     assert len(rows) == 3 * len(NEEDS)
     assert not [(r.entry_id, r.convention, r.detail) for r in rows if not r.correct]
     assert {r.suite for r in rows} == {"multimodal"}
+    assert {(r.precision, r.recall) for r in rows} == {(1.0, 1.0)}
     for convention in ("json", "code", "plan"):
         assert f"{convention}: {len(NEEDS)}/{len(NEEDS)} passed" in proc.stderr
     assert f"in {len(NEEDS)}/{len(NEEDS)} tasks with the photos upright" in proc.stderr

@@ -415,6 +415,10 @@ def ocr_table(checks: Sequence[OcrCheck]) -> list[str]:
     return lines
 
 
+#: The vision tools: calls to them count as part of reading a photo with `photo`.
+_READING = frozenset({"ocr", "rotate", "crop", "resize", "image_info"})
+
+
 class MultimodalTask(CaseTask):
     """A task of the suite: reading a photo with `photo` and `ocr` counts as `read_photo`.
 
@@ -427,12 +431,14 @@ class MultimodalTask(CaseTask):
         made = super().made_calls(runs)
         if not any(call.tool == "ocr" for call in made):
             return made
-        # A photo fetched and read with ocr is that photo read, however it was turned.
+        # A photo fetched and read with ocr is that photo read, however it was turned:
+        # one read_photo, the vision calls on the way being part of it.
         return [
             Call("read_photo", {"name": call.arguments.get("name")})
             if call.tool == "photo"
             else call
             for call in made
+            if call.tool not in _READING
         ]
 
     def oracle(self, setup: Setup, convention: str) -> list[OracleTurn]:
