@@ -39,7 +39,7 @@ MARKS_BY_PATH = {
 SLOW = {
     # mkdocs builds the whole site with its API reference.
     "test_docs_site.py::test_the_site_builds_strict_and_documents_every_public_name",
-    # Runs `tooluse … --help` in a fresh process for each of the CLI's 23 commands.
+    # Runs `tooluse … --help` in a fresh process for each of the CLI's 27 commands.
     "test_docs.py::test_cli_docs_are_current",
     # Each bench/ script run end to end in its own process.
     "test_bench_scripts.py",
