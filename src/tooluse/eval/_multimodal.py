@@ -22,6 +22,7 @@ Needs the ``vision`` extra (Pillow and RapidOCR).
 
 from __future__ import annotations
 
+import copy
 import functools
 import io
 import random
@@ -214,7 +215,8 @@ def _read(name: str, degrees: int) -> OcrResult:
 
 def read(name: str, degrees: float = 0) -> OcrResult:
     """What OCR reads in photo `name` turned `degrees` counter-clockwise (kept per process)."""
-    return _read(_photo_named(name), round(degrees) % 360)
+    # A copy: the kept reading is shared by every run in the process.
+    return copy.deepcopy(_read(_photo_named(name), round(degrees) % 360))
 
 
 @tool
