@@ -12,11 +12,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tooluse import Image
+from tooluse import CallRecord, Image, RunResult, RunUsage
 from tooluse.eval import Bench, BenchConfig, SuiteOptions, read_rows
 from tooluse.eval._dataset import Dataset
 from tooluse.eval._multimodal import (
@@ -99,25 +98,20 @@ def test_every_task_says_what_ocr_must_read_and_every_photo_is_asked_about() -> 
     assert {t.name for t in toolbox} >= {"photo", "read_photo", "ocr", "rotate", "calculate"}
 
 
+def _run(*calls: Call) -> RunResult:
+    records = [CallRecord(f"c{i}", c.tool, c.arguments) for i, c in enumerate(calls)]
+    return RunResult("", "completed", records, [], [], [], RunUsage(), 1)
+
+
 def test_reading_a_photo_with_photo_and_ocr_counts_as_read_photo() -> None:
     (task,) = [t for t in multimodal_tasks() if t.id == "sign-opens"]
-    composed = [Call("photo", {"name": "sign-bakery"}), Call("rotate", {}), Call("ocr", {})]
-
-    class Run:
-        def __init__(self, calls: list[Call]) -> None:
-            self.calls = [_Record(c.tool, c.arguments) for c in calls]
-
-    made = task.made_calls([Run(composed)])  # type: ignore[list-item]
-    assert made == [Call("read_photo", {"name": "sign-bakery"})]
+    fetched = Call("photo", {"name": "sign-bakery"})
+    turned, read = Call("rotate", {"degrees": 180}), Call("ocr", {})
+    assert task.made_calls([_run(fetched, turned, read)]) == [
+        Call("read_photo", {"name": "sign-bakery"})
+    ]
     # Fetching the photo without reading it is not reading it.
-    unread = task.made_calls([Run(composed[:2])])  # type: ignore[list-item]
-    assert [c.tool for c in unread] == ["photo", "rotate"]
-
-
-class _Record:
-    def __init__(self, name: str, arguments: dict[str, Any]) -> None:
-        self.name = name
-        self.arguments = arguments
+    assert task.made_calls([_run(fetched, turned)]) == [fetched, turned]
 
 
 def test_the_oracle_passes_a_sign_task_in_each_convention_each_way_of_reading(
