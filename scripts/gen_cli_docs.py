@@ -19,7 +19,7 @@ COMMANDS = [
     ["sim", "buffer"],
     ["sim", "runtime"],
 ]
-BENCHES = ("bfcl", "fanout", "chain", "rot", "costmodel", "agentdojo")
+BENCHES = ("bfcl", "fanout", "chain", "rot", "costmodel", "multimodal", "agentdojo")
 COMMANDS += [["bench"], *(["bench", s] for s in BENCHES)]
 COMMANDS += [["mcp"], ["mcp", "serve"]]
 COMMANDS += [["models"], *(["models", s] for s in ("list", "pull", "path", "verify"))]

@@ -39,7 +39,7 @@ MARKS_BY_PATH = {
 SLOW = {
     # mkdocs builds the whole site with its API reference.
     "test_docs_site.py::test_the_site_builds_strict_and_documents_every_public_name",
-    # Runs `tooluse … --help` in a fresh process for each of the CLI's 23 commands.
+    # Runs `tooluse … --help` in a fresh process for each of the CLI's 27 commands.
     "test_docs.py::test_cli_docs_are_current",
     # Each bench/ script run end to end in its own process.
     "test_bench_scripts.py",
@@ -57,6 +57,9 @@ SLOW = {
     # The kill matrix: each test starts two or three processes that launch DBOS on SQLite,
     # and kills one with SIGKILL (durable/test_durable.py stays fast).
     "durable/test_kill.py",
+    # Every multimodal task in json, code and plan: about 150 OCR readings with RapidOCR
+    # (a sign task in every convention stays in the fast tier).
+    "eval/test_multimodal.py::test_bench_multimodal_oracle_passes_every_task_in_json_code_and_plan",
     # Writes a 100 MB trace and has the viewer serve it.
     "observe/test_view_scale.py::test_a_huge_live_trace_costs_a_page_of_memory_and_an_append_costs_its_bytes",
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 import shutil
@@ -14,6 +16,8 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient
 
+from tooluse import Agent, Image, Toolbox, tool
+from tooluse.models import ScriptedModel
 from tooluse.view import Catalog, create_app, write_static
 from tooluse.view._pages import CLIP, PAGE_EVENTS
 
@@ -471,3 +475,59 @@ def test_a_last_line_without_its_newline(tmp_path: Path, traces: Path) -> None:
     second = c.get(f"/run/{run_ids(index)[1]}").text
     assert f"{len(lines):,} events" in second
     assert c.get(f"/raw/{run_id}/{len(lines)}").content == lines[-1]
+
+
+def png(width: int, height: int) -> bytes:
+    from PIL import Image as Picture
+
+    out = io.BytesIO()
+    Picture.new("L", (width, height), 128).save(out, format="PNG")
+    return out.getvalue()
+
+
+@tool
+def square(side: int) -> Image:
+    """A grey square."""
+    return Image(png(side, side), "image/png")
+
+
+@tool
+def width(image: Image) -> int:
+    """The width of an image."""
+    return image.size[0]
+
+
+def test_a_runs_images_are_shown_inline_and_a_bad_one_is_not(tmp_path: Path) -> None:
+    bad = "{'type': 'image', 'data': 'bm90IGFuIGltYWdl', 'mimeType': 'image/png'}"
+    script = (
+        "import tools\n"
+        "print(tools.width(image=tools.square(side=12)))\n"
+        "try:\n"
+        f"    tools.width(image={bad})\n"
+        "except tools.ToolError:\n"
+        "    pass\n"
+    )
+    replies = [{"content": f"```python\n{script}```"}, {"content": "12 pixels."}]
+    trace = tmp_path / "media.jsonl"
+    tools = Toolbox([square, width])
+    with Agent(ScriptedModel(replies), tools, convention="code", trace=trace) as agent:
+        assert agent.run("How wide is a square of 12?").status == "completed"
+    c = client(trace)
+    response = c.get(f"/run/{run_ids(c.get('/').text)[0]}")
+    page = response.text
+    data = base64.b64encode(png(12, 12)).decode()
+    # The square, as the result of one call and the argument of the next.
+    shown = re.findall(r'<img src="data:image/png;base64,([^"]+)" alt="([^"]+)"', page)
+    caption = f"image/png 12×12, {len(png(12, 12))} B"
+    assert shown == [(data, caption)] * 2
+    assert f'<figcaption class="muted">{caption}</figcaption>' in page
+    # The refused argument is not an image: it is shown as text only.
+    assert "bm90IGFuIGltYWdl" in page and "data:image/png;base64,bm90" not in page
+    # The page's policy lets the browser show data: images and nothing else from data:.
+    policy = response.headers["content-security-policy"]
+    assert "img-src 'self' data:;" in policy and "default-src 'self';" in policy
+    # The static bundle shows them too.
+    out = tmp_path / "site"
+    write_static(Catalog.of([trace]), out)
+    (run_file,) = out.glob("run-*.html")
+    assert run_file.read_text().count(f"data:image/png;base64,{data}") == 2

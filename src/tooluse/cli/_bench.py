@@ -286,7 +286,7 @@ def _bench(
     )
     bench = Bench(config)
     row_suite = suite
-    if task_file is not None or suite == "tasks":
+    if task_file is not None or suite in ("tasks", "multimodal"):
         # A task file is read before the run starts, so that a mistake in it is
         # one line naming the file, the task and the field, and nothing has run;
         # its rows are labelled with the file's name.
@@ -366,7 +366,22 @@ def _bench(
         if profile is not None and set(profile.conventions()) == {"json", "code", "plan"}:
             for path in save_profile(profile, out):
                 err.print(f"wrote the profile for --conventions auto: {path}")
+    if suite == "multimodal":
+        _ocr_report(out, [task.id for task in bench.tasks()])
     err.print(f"wrote {bench.results}, {summary}" + (f" and {len(plots)} plots" if plots else ""))
+
+
+def _ocr_report(out: Path, tasks: list[str]) -> None:
+    """OCR's share of the errors, apart from the model's: printed and written to ocr.md."""
+    from ..eval._multimodal import ocr_accuracy, ocr_table
+
+    lines = ocr_table(ocr_accuracy(tasks))
+    for line in lines:
+        err.print(line, highlight=False, markup=False)
+    try:
+        (out / "ocr.md").write_text("# OCR accuracy\n\n" + "\n".join(lines) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report into {out}: {exc.strerror or exc}") from exc
 
 
 @_suite_command("bfcl")
@@ -508,6 +523,22 @@ def tasks(
     if tool_examples:
         return {"tools": "tooluse.eval._everyday:toolbox_with_examples"}
     return None
+
+
+@_suite_command("multimodal")
+def multimodal(
+    conventions: ConventionsOption = "json,code,plan",
+    categories: Annotated[
+        str | None,
+        typer.Option("--categories", help="receipts, price tables, signs (default: all)."),
+    ] = None,
+    limit: LimitOption = None,
+) -> None:
+    """Photos read through vision tools (MM-ReAct): 16 tasks of OCR with a lookup or arithmetic.
+
+    Prints how often OCR itself read what each task needs, and writes it to ocr.md.
+    """
+    need("vision", "tooluse bench multimodal")
 
 
 @bench_app.command("agentdojo")

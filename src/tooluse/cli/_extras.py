@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "eval": ("numpy", "matplotlib"),
     "mcp": ("mcp",),
     "view": ("uvicorn", "starlette", "markdown_it"),
+    "vision": ("PIL", "rapidocr_onnxruntime"),
 }
 
 

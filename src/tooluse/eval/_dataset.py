@@ -197,8 +197,12 @@ class CaseTask(Task):
             OracleTurn(steps=[[c] for c in calls], script=script, answer=oracle_answer(self.case))
         ]
 
+    def made_calls(self, runs: Sequence[RunResult]) -> list[Call]:
+        """The calls the runs made, as the expected calls are compared with them."""
+        return [Call(r.name, r.arguments) for run in runs for r in run.calls]
+
     def score(self, setup: Setup, runs: Sequence[RunResult]) -> Score:
-        made = [Call(r.name, r.arguments) for run in runs for r in run.calls]
+        made = self.made_calls(runs)
         expected = [e.checked for e in self.case.calls]
         metrics = call_metrics(expected, made, fields=_listed_fields)
         if not runs:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import UsageError
 from ._dataset import Dataset, load_dataset
+from ._multimodal import MULTIMODAL_TASKS, multimodal_tasks
 from ._rot import ROT_LEVELS, rot_tasks
 from ._synthetic import (
     CHAIN_LENGTHS,
@@ -29,6 +30,7 @@ from .bfcl import (
 __all__ = [
     "COSTMODEL_WIDTHS",
     "EVERYDAY_TASKS",
+    "MULTIMODAL_TASKS",
     "SUITES",
     "USER_SUITE",
     "SuiteOptions",
@@ -36,7 +38,7 @@ __all__ = [
     "suite_categories",
 ]
 
-SUITES = ("bfcl", "fanout", "chain", "rot", "costmodel", "tasks")
+SUITES = ("bfcl", "fanout", "chain", "rot", "costmodel", "tasks", "multimodal")
 #: The suite of a task file of your own (`SuiteOptions.task_file`); its rows are
 #: labelled with the file's name.
 USER_SUITE = "eval"
@@ -84,6 +86,8 @@ def suite_categories(suite: str) -> tuple[str, ...]:
         return tuple(level.name for level in ROT_LEVELS)
     if suite == "tasks":
         return load_dataset(EVERYDAY_TASKS).categories()
+    if suite == "multimodal":
+        return load_dataset(MULTIMODAL_TASKS).categories()
     raise UsageError(f"unknown suite {suite!r}; choose one of: {', '.join(SUITES)}")
 
 
@@ -118,6 +122,8 @@ def build_tasks(suite: str, options: SuiteOptions) -> list[Task]:
         )
     if suite == "tasks":
         return _from_file(load_dataset(EVERYDAY_TASKS, options.tools, options.deps), options)
+    if suite == "multimodal":
+        return _chosen(list(multimodal_tasks(options.tools)), suite, options)
     _check(suite, options.categories)
     widths = options.widths
     if suite == "bfcl":
@@ -139,13 +145,16 @@ def build_tasks(suite: str, options: SuiteOptions) -> list[Task]:
 
 
 def _from_file(dataset: Dataset, options: SuiteOptions) -> list[Task]:
-    tasks = dataset.tasks()
+    return _chosen(dataset.tasks(), dataset.name, options)
+
+
+def _chosen(tasks: list[Task], name: str, options: SuiteOptions) -> list[Task]:
     if options.categories:
-        known = dataset.categories()
+        known = tuple(dict.fromkeys(t.category for t in tasks if t.category))
         unknown = [c for c in options.categories if c not in known]
         if unknown:
             raise UsageError(
-                f"unknown {dataset.name} categories: {', '.join(unknown)}; "
+                f"unknown {name} categories: {', '.join(unknown)}; "
                 f"choose from: {', '.join(known) or '(the tasks name none)'}"
             )
         tasks = [t for t in tasks if t.category in options.categories]

@@ -260,6 +260,20 @@ def _did_you_mean(name: str, options: Sequence[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _media_hint(schema: Any, instance: Any) -> str:
+    """What to do when a text stands where a media value is wanted (its description, say)."""
+    if not (isinstance(schema, Mapping) and isinstance(instance, str)):
+        return ""
+    kind = schema.get("properties", {}).get("type", {})
+    if not isinstance(kind, Mapping) or kind.get("const") not in ("image", "audio"):
+        return ""
+    return (
+        f" (an {kind['const']} argument is the {kind['const']} itself, its JSON form with "
+        "base64 data; a description or media: reference that was shown is not it: pass "
+        "the value a tool returned from a script or a plan, or use a tool that takes a name)"
+    )
+
+
 def _describe(error: ValidationError) -> list[str]:
     where = _path(error.absolute_path)
     arg = f"argument '{where}'" if where else "arguments"
@@ -288,7 +302,7 @@ def _describe(error: ValidationError) -> list[str]:
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected
         return [
             f"{arg} must be {expected_text}, got {_type_name(error.instance)} "
-            f"{_short(error.instance)}"
+            f"{_short(error.instance)}{_media_hint(schema, instance)}"
         ]
     if kind == "enum":
         options = ", ".join(_short(v) for v in expected_value)

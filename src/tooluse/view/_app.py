@@ -33,7 +33,7 @@ __all__ = ["StaticLinks", "create_app", "write_static"]
 _HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-        "img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+        "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",

@@ -96,6 +96,8 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; background: 
 .diff-up { color: #2f7d32; } .diff-down { color: #b3261e; }
 .empty { background: #fff; border: 1px dashed #8a94a0; padding: 16px; }
 img.plot { max-width: 100%; background: #fff; border: 1px solid #d5d9de; margin: 6px 0; }
+img.media { max-width: 480px; max-height: 480px; background: #fff; border: 1px solid #d5d9de; }
+figure.media { margin: 6px 0; }
 """
 
 JS = """

@@ -11,8 +11,10 @@ from typing import Any, Protocol
 from markdown_it import MarkdownIt
 
 from .. import events as ev
+from .._exceptions import MediaError
 from .._records import CallRecord, RejectedCall
 from ..eval._row import Row, read_results
+from ..media import describe, from_block, is_block
 from ._catalog import PAGE_EVENTS, BenchDir, Catalog, Corrupt, Line, Run
 from ._html import Child, Raw, esc, h, join
 
@@ -186,6 +188,56 @@ def _block(text: str, links: Links, run: Run, line: int, class_: str | None = No
             ),
         ]
     )
+
+
+#: Images the page shows inline, as ``data:`` URLs: the types a browser reads.
+_INLINE = ("image/png", "image/jpeg", "image/gif", "image/webp")
+#: Images a page shows of one value, and the bytes (base64) each may take.
+_MAX_IMAGES, _MAX_IMAGE_CHARS = 6, 4_000_000
+
+
+def _images(value: Any) -> list[Child]:
+    """Each valid image in `value` (JSON data, at any depth) as an ``<img>`` with a data: URL.
+
+    An image block whose bytes are not an image of its type is shown as text only: the
+    browser is never given bytes the media checks refuse.
+    """
+    found: list[dict[str, Any]] = []
+
+    def walk(item: Any) -> None:
+        if len(found) >= _MAX_IMAGES:
+            return
+        if is_block(item):
+            if item.get("type") == "image" and item.get("mimeType") in _INLINE:
+                found.append(item)
+            return
+        if isinstance(item, dict):
+            for child in item.values():
+                walk(child)
+        elif isinstance(item, list):
+            for child in item:
+                walk(child)
+
+    walk(value)
+    shown: list[Child] = []
+    for block in found:
+        data = block.get("data")
+        if not isinstance(data, str) or len(data) > _MAX_IMAGE_CHARS:
+            continue
+        try:
+            from_block(block)
+        except (MediaError, ValueError):
+            continue
+        text = describe(block)
+        shown.append(
+            h(
+                "figure",
+                h("img", src=f"data:{block['mimeType']};base64,{data}", alt=text, class_="media"),
+                h("figcaption", text, class_="muted"),
+                class_="media",
+            )
+        )
+    return shown
 
 
 def _json(value: Any) -> str:
@@ -385,6 +437,7 @@ class _Render:
         body: list[Child] = [
             h("div", h("b", "arguments")),
             _block(_json(record.arguments), self.links, self.run, n),
+            *_images(record.arguments),
         ]
         if record.error is not None:
             body += [
@@ -395,6 +448,7 @@ class _Render:
             body += [
                 h("div", h("b", "result")),
                 _block(_json(record.result), self.links, self.run, n, "result"),
+                *_images(record.result),
             ]
         extra = " · replayed" if record.replayed else ""
         offload = record.name in ev.CONTEXT_TOOLS
