@@ -7,7 +7,10 @@ described two ways:
 * ``shipped``: the descriptions as the tools are written, with example values
   (``City name, e.g. 'Paris'``, ``The product's SKU, e.g. 'A100'``);
 * ``plain``: the same descriptions with the example values taken out
-  (``City name``, ``The product's SKU``).
+  (``City name``, ``The product's SKU``);
+* ``examples``: the plain descriptions, and example calls with their results given
+  as ``@tool(examples=[...])`` (`tooluse.eval._everyday.EXAMPLES`), shown in each
+  convention's own form.
 
 Everything else (the tasks, the checks, the model, its system prompt) is the same,
 so a task that passes one way and fails the other was changed by the examples.
@@ -33,6 +36,7 @@ from typing import Any
 from tooluse import Toolbox
 from tooluse.eval import Bench, BenchConfig, SuiteOptions
 from tooluse.eval._everyday import toolbox as everyday
+from tooluse.eval._everyday import toolbox_with_examples
 
 #: ", e.g. 'Paris'" (and "e.g. 42") at the end of a description, with what leads to it.
 _EXAMPLE = re.compile(r"\s*[,;(]?\s*\be\.g\.?,?\s.*$")
@@ -66,7 +70,12 @@ def plain(tools: Toolbox) -> Toolbox:
 #: What `--tools` names for each way (None: the tools as shipped). This directory is on
 #: the path of a benchmark run as ``python bench/NAME.py``.
 plain_toolbox = plain(everyday)
-WAYS = {"shipped": None, "plain": "tool_descriptions:plain_toolbox"}
+examples_toolbox = plain(toolbox_with_examples)
+WAYS = {
+    "shipped": None,
+    "plain": "tool_descriptions:plain_toolbox",
+    "examples": "tool_descriptions:examples_toolbox",
+}
 
 
 def measure(
@@ -100,7 +109,7 @@ def main() -> None:
     conventions = tuple(args.conventions.split(","))
 
     passed = measure(args.model, conventions, args.limit, args.out)
-    print(f"{args.model}, everyday tasks, parameter descriptions with and without example values")
+    print(f"{args.model}, everyday tasks: example values in descriptions, none, or as examples=")
     print(f"{'convention':<12}" + "".join(f"{way:>14}" for way in WAYS))
     summary: dict[str, dict[str, Any]] = {}
     for convention in conventions:
@@ -110,13 +119,15 @@ def main() -> None:
             cells.append(f"{sum(got.values())}/{len(got)}")
             summary.setdefault(convention, {})[way] = [sum(got.values()), len(got)]
         print(f"{convention:<12}" + "".join(f"{c:>14}" for c in cells))
-        shipped, bare = passed["shipped"].get(convention, {}), passed["plain"].get(convention, {})
-        gained = sorted(t for t in shipped if bare.get(t) and not shipped[t])
-        lost = sorted(t for t in shipped if shipped[t] and not bare.get(t))
-        print(f"  passed only without examples: {', '.join(gained) or 'none'}")
-        print(f"  passed only with examples:    {', '.join(lost) or 'none'}")
-        summary[convention]["only_plain"] = gained
-        summary[convention]["only_shipped"] = lost
+        shipped = passed["shipped"].get(convention, {})
+        for way in ("plain", "examples"):
+            other = passed[way].get(convention, {})
+            gained = sorted(t for t in shipped if other.get(t) and not shipped[t])
+            lost = sorted(t for t in shipped if shipped[t] and not other.get(t))
+            print(f"  {way}: passed where shipped failed: {', '.join(gained) or 'none'}")
+            print(f"  {way}: failed where shipped passed: {', '.join(lost) or 'none'}")
+            summary[convention][f"{way}_gained"] = gained
+            summary[convention][f"{way}_lost"] = lost
     print(json.dumps({"bench": "tool_descriptions", "model": args.model, "passed": summary}))
 
 

@@ -47,6 +47,8 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "toolsearch.py",
         "durable.py",
         "by_reference.py",
+        "tool_descriptions.py",
+        "answer_check.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:
@@ -66,10 +68,45 @@ def test_every_bench_script_imports_what_it_needs(script: str) -> None:
             ["--items", "500", "--queries", "5", "--repeat", "1", "--single-puts", "5"],
             "context",
         ),
+        (
+            "tool_descriptions.py",
+            ["--model", "oracle", "--limit", "1", "--out", "{tmp}/descriptions"],
+            "tool_descriptions",
+        ),
     ],
 )
-def test_a_small_bench_run_ends_with_its_json_line(script: str, args: list[str], name: str) -> None:
-    proc = bench(script, *args)
+def test_a_small_bench_run_ends_with_its_json_line(
+    script: str, args: list[str], name: str, tmp_path: Path
+) -> None:
+    proc = bench(script, *(a.format(tmp=tmp_path) for a in args))
     assert proc.returncode == 0, proc.stderr
     last = json.loads(proc.stdout.strip().splitlines()[-1])
     assert last["bench"] == name
+
+
+def test_the_oracle_passes_every_way_of_describing_the_everyday_tools(tmp_path: Path) -> None:
+    # The three ways differ only in what the model is shown: the oracle's calls and
+    # answers pass whatever the descriptions say.
+    proc = bench("tool_descriptions.py", "--model", "oracle", "--conventions", "json,code",
+                 "--limit", "1", "--out", str(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    passed = json.loads(proc.stdout.strip().splitlines()[-1])["passed"]
+    for convention in ("json", "code"):
+        ways = [passed[convention][way] for way in ("shipped", "plain", "examples")]
+        assert ways == [[9, 9]] * 3, (convention, ways)
+
+
+def test_descriptions_lose_their_example_values_and_nothing_else() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from tool_descriptions import plain_toolbox, without_examples  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    assert without_examples("City name, e.g. 'Paris'") == "City name"
+    assert without_examples("The arithmetic, e.g. '(120 + 35) * 0.17'") == "The arithmetic"
+    assert without_examples("Unit of value: km, mi") == "Unit of value: km, mi"
+    described = [
+        p.get("description", "") for t in plain_toolbox for p in t.parameters["properties"].values()
+    ]
+    assert described and not any("e.g." in d for d in described)
+    assert "City name" in described
