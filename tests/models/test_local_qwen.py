@@ -14,10 +14,10 @@ import jsonschema
 import pytest
 
 from examples.seed_tools import toolbox
-from tooluse import Message, ToolCall
+from tooluse import Agent, Message, ToolCall
 from tooluse.decoding import CALL_CLOSE, CALL_OPEN
 from tooluse.models import LocalModel, ModelRequest, resolve_model
-from tooluse.models._chat_template import ANSWER_FROM_RESULTS, ANSWER_NOW, SEVERAL_CALLS
+from tooluse.models._chat_template import ANSWER_NOW, FACTS_THEN_ANSWER, SEVERAL_CALLS
 from tooluse.models._registry import Registry
 
 TOOLS = list(toolbox)
@@ -44,7 +44,7 @@ def test_by_name_it_gets_its_own_system_prompt_and_by_path_its_templates() -> No
     assert isinstance(named, LocalModel)
     assert (named.parallel_system, named.default_system) == (SEVERAL_CALLS, None)
     larger = resolve_model("local-unconstrained:qwen2.5-coder-1.5b")
-    assert isinstance(larger, LocalModel) and larger.default_system == ANSWER_FROM_RESULTS
+    assert isinstance(larger, LocalModel) and larger.default_system == FACTS_THEN_ANSWER
     by_path = resolve_model(f"local:{Registry().locate('qwen2.5-coder-0.5b')}")
     assert isinstance(by_path, LocalModel)
     assert (by_path.parallel_system, by_path.default_system) == (None, None)
@@ -67,8 +67,7 @@ def test_the_note_after_results_follows_the_last_result_and_no_other_message() -
     call = ToolCall("c1", "get_exchange_rate", '{"base": "USD", "target": "EUR"}')
     asked = [Message("user", "Is 100 USD enough for 85 EUR?")]
     answered = [*asked, Message("assistant", None, (call,)), Message("tool", "0.92", "c1")]
-    named = resolve_model("local:qwen2.5-coder-1.5b")
-    assert isinstance(named, LocalModel) and named.after_results == ANSWER_NOW
+    named = LocalModel("qwen2.5-coder-1.5b", after_results=ANSWER_NOW)
     prompt = named.prompt(ModelRequest(answered, TOOLS, "auto"))
     # Once, straight after the result, where the model decides what to do next.
     assert prompt.count(ANSWER_NOW) == 1
@@ -79,14 +78,25 @@ def test_the_note_after_results_follows_the_last_result_and_no_other_message() -
     # The same in a convention that sends no tools (a script's output).
     script = [*asked, Message("assistant", "print(1)"), Message("tool", "92.0", "s1")]
     assert named.prompt(ModelRequest(script)).count(ANSWER_NOW) == 1
-    # "" turns it off; a model without one in the registry gets none.
+    # "" turns it off, and no model in the registry has one by default.
     off = LocalModel("qwen2.5-coder-1.5b", after_results="")
     assert off.after_results is None
     assert ANSWER_NOW not in off.prompt(ModelRequest(answered, TOOLS, "auto"))
+    assert all(entry.after_results is None for entry in Registry().models.values())
+
+
+def test_the_registry_says_whose_answers_an_agent_checks() -> None:
+    larger = resolve_model("local:qwen2.5-coder-1.5b")
+    assert isinstance(larger, LocalModel) and larger.check_answers is True
+    assert Agent(larger, TOOLS).config.check_answers is True
+    assert Agent(larger, TOOLS, check_answers=False).config.check_answers is False
+    # The 0.5B was not measured with it, and a file by path is no registry entry.
+    smaller = resolve_model("local:qwen2.5-coder-0.5b")
+    assert isinstance(smaller, LocalModel) and smaller.check_answers is False
     by_path = LocalModel(Registry().locate("qwen2.5-coder-1.5b"))
-    assert ANSWER_NOW not in by_path.prompt(ModelRequest(answered, TOOLS, "auto"))
-    other = resolve_model("local:qwen2.5-coder-0.5b")
-    assert isinstance(other, LocalModel) and other.after_results is None
+    assert by_path.check_answers is False
+    assert Agent(by_path, TOOLS).config.check_answers is False
+    assert Agent(by_path, TOOLS, check_answers=True).config.check_answers is True
 
 
 def test_the_call_tags_are_single_special_tokens_in_the_grammar(qwen: LocalModel) -> None:

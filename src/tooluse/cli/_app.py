@@ -288,14 +288,14 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = True,
     check_answers: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--check-answers",
+            "--check-answers/--no-check-answers",
             help="Check the final answer against the run's results: an answer whose "
             "comparison its own numbers refute (92 EUR is not enough for 85 EUR) gets one "
-            "note and one more round.",
+            "note and one more round (default: the model's own; on for the local 1.5B).",
         ),
-    ] = False,
+    ] = None,
 ) -> None:
     """Run TASK with an agent and print its answer."""
     policy = _policy(approve)

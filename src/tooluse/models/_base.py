@@ -103,6 +103,10 @@ class Model(ABC):
 
     #: A short name for traces and reports, such as ``openai:gpt-4o-mini``.
     name: str = "model"
+    #: Whether an agent checks this model's answers against its runs' results unless
+    #: told otherwise (`Agent`'s ``check_answers``): the registry turns it on for the
+    #: local models it measured it on.
+    check_answers: bool = False
 
     @abstractmethod
     async def respond(self, request: ModelRequest) -> ModelResponse:

@@ -142,6 +142,9 @@ class LocalModel(Model):
             with the results of calls, in every convention (the registry sets it
             per model; None takes the registry's, ``""`` none). It is part of the
             prompt alone: the run's messages and trace do not hold it.
+        check_answers: whether an agent checks this model's answers against its
+            runs' results unless told otherwise (`Model.check_answers`; None
+            takes the registry's: on for the 1.5B).
     """
 
     def __init__(
@@ -161,6 +164,7 @@ class LocalModel(Model):
         default_system: str | None = None,
         parallel_system: str | None = None,
         after_results: str | None = None,
+        check_answers: bool | None = None,
     ) -> None:
         registry = Registry()
         if path is None or (str(path) in registry and not Path(path).is_file()):
@@ -173,6 +177,8 @@ class LocalModel(Model):
                 parallel_system = entry.parallel_system
             if after_results is None:
                 after_results = entry.after_results
+            if check_answers is None:
+                check_answers = entry.check_answers
         else:
             self.path = Path(path)
             if not self.path.is_file():
@@ -194,6 +200,7 @@ class LocalModel(Model):
         self.default_system = default_system
         self.parallel_system = parallel_system
         self.after_results = after_results or None
+        self.check_answers = bool(check_answers)
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         self._fallbacks_told: set[str] = set()  # llguidance refusals already logged

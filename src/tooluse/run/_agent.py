@@ -133,6 +133,9 @@ class Agent(Closing):
             EUR is not enough for the 85 EUR room``) is sent one note a run
             saying so, and the model answers again, in a round of `max_rounds`
             (see docs/models.md). Each check is told as an `AnswerChecked` event.
+            None (the default) takes the model's own default,
+            `Model.check_answers`: on for the local models the registry
+            measured it on, off for every other.
         approval: decides on calls before they run, the model's and its
             scripts' alike: a callable taking an `ApprovalRequest` and returning
             an `Approval` (or True / False), an `ApprovalPolicy`, or
@@ -191,7 +194,7 @@ class Agent(Closing):
         context: ContextPolicy | None = None,
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
-        check_answers: bool = False,
+        check_answers: bool | None = None,
         approval: ApprovalPolicy | PolicyFunction | str | None = None,
         tool_search: SearchMode | None = None,
         always_loaded: Iterable[str] = (),
@@ -235,7 +238,11 @@ class Agent(Closing):
             tool_names=frozenset(
                 [*self.tools.names, *(s.function for s in self.tools.stub_signatures())]
             ),
-            check_answers=check_answers,
+            check_answers=(
+                bool(getattr(model, "check_answers", False))
+                if check_answers is None
+                else check_answers
+            ),
         )
         self.trace = Path(trace) if trace is not None else None
         self.on_event = on_event
