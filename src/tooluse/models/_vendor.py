@@ -298,6 +298,13 @@ class VendorModel(Model, Generic[ClientT]):
         nothing was passed on, and in a few words what broke, for when something was."""
         if isinstance(exc, _StreamFault):
             return exc.failure, exc.reason
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(exc, self._sdk_error) and isinstance(
+            cause, _http.TimeoutException | _http.TransportError
+        ):
+            # Some SDK releases wrap the transport's error in their own (a connection
+            # error) while a stream is read: what broke is the cause.
+            exc = cause
         if isinstance(exc, _http.TimeoutException):
             return (
                 timed_out(self.base_url, self.timeout, self._timeout_hint),
