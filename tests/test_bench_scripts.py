@@ -49,6 +49,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "by_reference.py",
         "tool_descriptions.py",
         "answer_check.py",
+        "local_levers.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:
