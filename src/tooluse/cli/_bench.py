@@ -114,12 +114,12 @@ RetryOption = Annotated[
     bool, typer.Option("--retry-errors", help="Run again the entries whose row is an error.")
 ]
 CheckAnswersOption = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--check-answers",
-        help="Check each final answer against the run's results (Agent(check_answers=True)): "
-        "an answer whose comparison its own numbers refute gets one note and one more round. "
-        "Rows name it beside the model.",
+        "--check-answers/--no-check-answers",
+        help="Check each final answer against the run's results (Agent(check_answers=...)): "
+        "an answer whose comparison its own numbers refute gets one note and one more round "
+        "(default: the model's own, on for the local 1.5B). Rows name it beside the model.",
     ),
 ]
 TracesOption = Annotated[
@@ -140,7 +140,7 @@ def _shared_options(  # noqa: PLR0917 - the options every suite command takes, d
     base_url: BaseUrlOption = None,
     retry_errors: RetryOption = False,
     traces: TracesOption = False,
-    check_answers: CheckAnswersOption = False,
+    check_answers: CheckAnswersOption = None,
     executor: Executor = ExecutorOption.local,
     ray_address: RayAddressOption = None,
     ray_cpus: RayCpusOption = 1.0,
@@ -234,7 +234,7 @@ def _bench(
     base_url: str | None,
     retry_errors: bool,
     traces: bool = False,
-    check_answers: bool = False,
+    check_answers: bool | None = None,
     calls: CallPolicy | None = None,
     executor: ExecutorOption = ExecutorOption.local,
     ray_address: str | None = None,
@@ -259,8 +259,8 @@ def _bench(
     from ..eval._report import aggregate, cost_table
 
     policy = calls or CallPolicy()
-    if check_answers:
-        policy = replace(policy, check_answers=True)
+    if check_answers is not None:
+        policy = replace(policy, check_answers=check_answers)
 
     config = BenchConfig(
         suite=suite,

@@ -93,8 +93,9 @@ class CallPolicy:
     tool_search: SearchMode | None = None
     #: Pad a searchable task's toolbox with distractor BFCL functions up to this size.
     toolbox_size: int | None = None
-    #: Check final answers against the run's results (``Agent(check_answers=True)``).
-    check_answers: bool = False
+    #: Check final answers against the run's results (``Agent(check_answers=...)``);
+    #: None leaves it to the model, as an agent built with the defaults does.
+    check_answers: bool | None = None
 
     @property
     def label(self) -> str:
@@ -110,8 +111,8 @@ class CallPolicy:
             parts.append(f"tool_search={self.tool_search}")
         if self.toolbox_size is not None:
             parts.append(f"toolbox={self.toolbox_size}")
-        if self.check_answers:
-            parts.append("check_answers")
+        if self.check_answers is not None:
+            parts.append("check_answers" if self.check_answers else "check_answers=false")
         return " ".join(parts)
 
 
