@@ -79,11 +79,12 @@ WAYS = {
 
 
 def measure(
-    model: str, conventions: tuple[str, ...], limit: int | None, out: Path
+    model: str, conventions: tuple[str, ...], limit: int | None, out: Path, ways: list[str]
 ) -> dict[str, dict[str, dict[str, bool]]]:
     """``passed[way][convention][task id]``."""
     passed: dict[str, dict[str, dict[str, bool]]] = {}
-    for way, tools in WAYS.items():
+    for way in ways:
+        tools = WAYS[way]
         config = BenchConfig(
             "tasks",
             out=out / way,
@@ -99,16 +100,35 @@ def measure(
     return passed
 
 
+def read_passed(out: Path) -> dict[str, dict[str, bool]]:
+    """``passed[convention][task id]`` from the results of an earlier bench run."""
+    by: dict[str, dict[str, bool]] = {}
+    for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        by.setdefault(row["convention"], {})[row["entry_id"]] = bool(row["correct"])
+    return by
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="local", help="a model spec (default: local)")
     parser.add_argument("--conventions", default="json", help="comma-separated (default: json)")
     parser.add_argument("--limit", type=int, default=None, help="the first N tasks per category")
     parser.add_argument("--out", type=Path, default=Path("out/descriptions"))
+    parser.add_argument(
+        "--shipped-from",
+        type=Path,
+        default=None,
+        help="take the shipped way's results from this earlier `tooluse bench tasks` run "
+        "of the same model, instead of running it again",
+    )
     args = parser.parse_args()
     conventions = tuple(args.conventions.split(","))
 
-    passed = measure(args.model, conventions, args.limit, args.out)
+    ways = [w for w in WAYS if not (w == "shipped" and args.shipped_from)]
+    passed = measure(args.model, conventions, args.limit, args.out, ways)
+    if args.shipped_from:
+        passed["shipped"] = read_passed(args.shipped_from)
     print(f"{args.model}, everyday tasks: example values in descriptions, none, or as examples=")
     print(f"{'convention':<12}" + "".join(f"{way:>14}" for way in WAYS))
     summary: dict[str, dict[str, Any]] = {}
