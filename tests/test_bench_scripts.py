@@ -50,6 +50,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         "tool_descriptions.py",
         "answer_check.py",
         "local_levers.py",
+        "prefix_reuse.py",
     ],
 )
 def test_every_bench_script_imports_what_it_needs(script: str) -> None:
