@@ -27,6 +27,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from _compare import compare
+
 from tooluse.eval import Bench, BenchConfig, SuiteOptions
 from tooluse.models import LocalModel
 from tooluse.models._chat_template import ANSWER_NOW
@@ -82,24 +84,7 @@ def main() -> None:
 
     passed = measure(args.model, levers, conventions, args.limit, args.out)
     print(f"{args.model}, everyday tasks, passed per lever")
-    print(f"{'convention':<12}" + "".join(f"{lever:>16}" for lever in levers))
-    summary: dict[str, dict[str, Any]] = {}
-    for convention in conventions:
-        cells = []
-        for lever in levers:
-            got = passed[lever].get(convention, {})
-            cells.append(f"{sum(got.values())}/{len(got)}")
-            summary.setdefault(convention, {})[lever] = [sum(got.values()), len(got)]
-        print(f"{convention:<12}" + "".join(f"{c:>16}" for c in cells))
-        first = passed[levers[0]].get(convention, {})
-        for lever in levers[1:]:
-            other = passed[lever].get(convention, {})
-            gained = sorted(t for t in first if other.get(t) and not first[t])
-            lost = sorted(t for t in first if first[t] and not other.get(t))
-            print(f"  {lever}: passed where {levers[0]} failed: {', '.join(gained) or 'none'}")
-            print(f"  {lever}: failed where {levers[0]} passed: {', '.join(lost) or 'none'}")
-            summary[convention][f"{lever}_gained"] = gained
-            summary[convention][f"{lever}_lost"] = lost
+    summary = compare(passed, levers, conventions, width=16)
     print(json.dumps({"bench": "local_levers", "model": args.model, "passed": summary}))
 
 

@@ -33,6 +33,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from _compare import compare
+
 from tooluse import Toolbox
 from tooluse.eval import Bench, BenchConfig, SuiteOptions
 from tooluse.eval._everyday import toolbox as everyday
@@ -130,24 +132,7 @@ def main() -> None:
     if args.shipped_from:
         passed["shipped"] = read_passed(args.shipped_from)
     print(f"{args.model}, everyday tasks: example values in descriptions, none, or as examples=")
-    print(f"{'convention':<12}" + "".join(f"{way:>14}" for way in WAYS))
-    summary: dict[str, dict[str, Any]] = {}
-    for convention in conventions:
-        cells = []
-        for way in WAYS:
-            got = passed[way].get(convention, {})
-            cells.append(f"{sum(got.values())}/{len(got)}")
-            summary.setdefault(convention, {})[way] = [sum(got.values()), len(got)]
-        print(f"{convention:<12}" + "".join(f"{c:>14}" for c in cells))
-        shipped = passed["shipped"].get(convention, {})
-        for way in ("plain", "examples"):
-            other = passed[way].get(convention, {})
-            gained = sorted(t for t in shipped if other.get(t) and not shipped[t])
-            lost = sorted(t for t in shipped if shipped[t] and not other.get(t))
-            print(f"  {way}: passed where shipped failed: {', '.join(gained) or 'none'}")
-            print(f"  {way}: failed where shipped passed: {', '.join(lost) or 'none'}")
-            summary[convention][f"{way}_gained"] = gained
-            summary[convention][f"{way}_lost"] = lost
+    summary = compare(passed, list(WAYS), conventions)
     print(json.dumps({"bench": "tool_descriptions", "model": args.model, "passed": summary}))
 
 
