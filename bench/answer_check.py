@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tooluse.run._answercheck import contradiction
+from tooluse.run._numbercheck import unsupported
 
 
 def seen_in(trace: Path) -> tuple[str, list[str]]:
@@ -50,7 +51,7 @@ def scan(out: Path) -> dict[str, dict[str, Any]]:
         if not trace.is_file():
             continue
         answer, seen = seen_in(trace)
-        found = contradiction(answer, seen)
+        found = contradiction(answer, seen) or unsupported(answer, seen)
         if found is None:
             continue
         by["notes"].append(row["entry_id"])

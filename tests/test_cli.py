@@ -265,7 +265,8 @@ def test_run_check_answers_shows_the_note_and_ends_with_the_answer_after_it(
         {"content": "92 is more than 85."},
     ]
     script.write_text("".join(json.dumps(r) + "\n" for r in replies))
-    args = ["run", "x", "--tools", "examples.seed_tools:toolbox", "--model", f"scripted:{script}"]
+    task = "Is 90 + 2 more than 85?"
+    args = ["run", task, "--tools", "examples.seed_tools:toolbox", "--model", f"scripted:{script}"]
     proc = tooluse(*args, stream, "--check-answers")
     assert proc.returncode == 0, proc.stderr
     assert "92 is more than 85." in proc.stdout and "less" not in proc.stdout

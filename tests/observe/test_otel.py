@@ -47,7 +47,10 @@ def receiver() -> Iterator[OtlpReceiver]:
 
 
 def export_run(
-    receiver: OtlpReceiver, replies: list[dict[str, object]], **options: object
+    receiver: OtlpReceiver,
+    replies: list[dict[str, object]],
+    task: str = "What is the weather in Paris?",
+    **options: object,
 ) -> tuple[RunResult, list[ReceivedSpan]]:
     provider = TracerProvider()
     provider.add_span_processor(
@@ -55,7 +58,7 @@ def export_run(
     )
     model = ScriptedModel(replies, name="scripted:demo")
     with Agent(model, seed_tools, otel=provider, **options) as agent:  # type: ignore[arg-type]
-        result = agent.run("What is the weather in Paris?")
+        result = agent.run(task)
     provider.shutdown()
     return result, receiver.spans
 
@@ -235,7 +238,9 @@ def test_the_answer_check_is_an_event_on_the_run_span(receiver: OtlpReceiver) ->
         {"content": "92 is less than 85."},
         {"content": "92 is more than 85."},
     ]
-    result, spans = export_run(receiver, replies, check_answers=True)
+    result, spans = export_run(
+        receiver, replies, task="Is 90 + 2 more than 85?", check_answers=True
+    )
     assert result.answer == "92 is more than 85."
     (run,) = by_name(spans)["invoke_agent"]
     checks = [attributes for name, attributes in run.events if name == "tooluse.answer_check"]

@@ -44,6 +44,7 @@ from ..policy._approval import ApprovalRequest
 from ..tools import Tool
 from ..tools._output import OutputTool
 from ._answercheck import NOTE_START, contradiction
+from ._numbercheck import unsupported
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 
@@ -720,7 +721,7 @@ def _noted_answer(state: RunState, answer: str, round_: int, last_round: bool) -
         for m in state.messages
         if m.role in ("user", "tool") and m.content and not m.content.startswith(NOTE_START)
     ]
-    found = contradiction(answer, seen)
+    found = contradiction(answer, seen) or unsupported(answer, seen)
     if state.noted_answer:
         if state.tracing:
             outcome: ev.CheckOutcome = "corrected" if found is None else "kept"
