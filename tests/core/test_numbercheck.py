@@ -129,3 +129,28 @@ def test_without_the_check_the_guess_is_the_answer() -> None:
     model = ScriptedModel([{"content": "100 USD is about 87.43 EUR."}])
     result = Agent(model, seed_tools).run(TASK)
     assert result.answer == "100 USD is about 87.43 EUR." and result.calls == []
+
+
+def test_the_count_of_calls_made_is_supported() -> None:
+    sent = ['"sent"'] * 30
+    answer = "I sent 30 invitations."
+    assert unsupported(answer, ["Invite the team.", *sent], counts=[30]) is None
+    found = unsupported(answer, ["Invite the team.", *sent])
+    assert found is not None and found.numbers == ("30",)
+
+
+def test_a_fan_outs_total_over_every_result_is_supported() -> None:
+    names = [a + b for a in "ABC" for b in "ABCDEFGHIJ"]
+    results = [json.dumps({"sku": name, "stock": 1000 + 7 * i}) for i, name in enumerate(names)]
+    total = sum(1000 + 7 * i for i in range(30))
+    assert unsupported(f"They have {total} units in stock in total.", results) is None
+    wrong = unsupported(f"They have {total + 7} units in stock in total.", results)
+    assert wrong is not None and wrong.numbers == (str(total + 7),)
+
+
+def test_a_scripts_printed_list_is_read_for_its_totals_and_length() -> None:
+    printed = (
+        "[{'city': 'Toronto', 'population': 2794000}, {'city': 'Montreal', 'population': 1762000}]"
+    )
+    assert unsupported("2 cities, 4,556,000 people together.", [printed]) is None
+    assert unsupported("12 cities in all.", ["[" + ", ".join(["1"] * 12) + "]"]) is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -721,7 +722,10 @@ def _noted_answer(state: RunState, answer: str, round_: int, last_round: bool) -
         for m in state.messages
         if m.role in ("user", "tool") and m.content and not m.content.startswith(NOTE_START)
     ]
-    found = contradiction(answer, seen) or unsupported(answer, seen)
+    made = Counter(call.name for call in state.calls)
+    found = contradiction(answer, seen) or unsupported(
+        answer, seen, counts=(len(state.calls), *made.values())
+    )
     if state.noted_answer:
         if state.tracing:
             outcome: ev.CheckOutcome = "corrected" if found is None else "kept"

@@ -77,9 +77,12 @@ class Unsupported:
         )
 
 
-def unsupported(answer: str, seen: Iterable[str]) -> Unsupported | None:
-    """The numbers in `answer` that nothing in `seen` (the task, the results) supports."""
-    known = _Known(seen)
+def unsupported(answer: str, seen: Iterable[str], counts: Iterable[int] = ()) -> Unsupported | None:
+    """The numbers in `answer` that nothing in `seen` (the task, the results) supports.
+
+    `counts` are numbers the run knows besides its texts: how many calls it made.
+    """
+    known = _Known(seen, counts)
     worked = _worked_out(answer)
     missing: list[str] = []
     for match in number_pattern.finditer(answer):
@@ -101,11 +104,19 @@ def unsupported(answer: str, seen: Iterable[str]) -> Unsupported | None:
 class _Known:
     """The numbers a run gives, and what one step of arithmetic makes of two of them."""
 
-    def __init__(self, seen: Iterable[str]) -> None:
-        values: set[float] = set()
+    def __init__(self, seen: Iterable[str], counts: Iterable[int] = ()) -> None:
+        values: set[float] = {float(n) for n in counts}
+        across: dict[str, float] = {}  # totals over every result: a fan-out's sum
         for text in seen:
             values.update(value for value, _ in _numbers(text))
-            values.update(_totals(text))
+            parsed = _parsed(text)
+            values.update(_totals(parsed))
+            for item in parsed:
+                pairs = item.items() if isinstance(item, dict) else [("", item)]
+                for key, value in pairs:
+                    if _is_number(value):
+                        across[str(key)] = across.get(str(key), 0.0) + float(value)  # type: ignore[arg-type]
+        values.update(across.values())
         self.values = sorted(values)
 
     def add(self, value: float) -> None:
@@ -160,16 +171,17 @@ def _apply(op: str, a: float, b: float) -> float:
     return b / a if a else math.inf  # "r/"
 
 
-def _totals(text: str) -> list[float]:
-    """Column totals of a JSON result: the sum of a list of numbers, or of one key over a list."""
+def _totals(parsed: list[object]) -> list[float]:
+    """In a result: each list's length, the sum of a list of numbers, and of one key over a list."""
     totals: list[float] = []
-    stack: list[object] = _parsed(text)
+    stack: list[object] = list(parsed)
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+            totals.append(float(len(item)))
             numbers = [x for x in item if _is_number(x)]
             if numbers and len(numbers) == len(item):
                 totals.append(float(sum(numbers)))
