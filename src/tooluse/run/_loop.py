@@ -371,12 +371,13 @@ def _finish_turn(
             Message("tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed)
         )
     _record_outcomes(state, new)
-    more = list(notes)
     cycle = _cycle_note(state, executed, config)
     failing = _failure_note(state, outcomes, config)
     if state.status == "cycle":
         return False
-    more.extend(note for note in (cycle, failing) if note)
+    more = [*notes, cycle] if cycle else list(notes)
+    if failing:
+        more.append(failing)
     if more:
         state.add(Message("user", "\n".join(more)))
         if state.tracing:
