@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
@@ -156,12 +156,6 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-@dataclass(slots=True)
-class _ParsedCalls:
-    calls: list[ToolCall] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-
 def arguments_text(raw: object) -> str:
     """A call's arguments as text; an object some servers (and Anthropic's API) send is
     written as JSON, keeping what the model meant rather than rejecting the shape."""
@@ -192,28 +186,32 @@ def parse_openai_message(
         text = "".join(str(p) for p in parts)
     else:
         text = str(content)
-    parsed = _ParsedCalls()
+    calls: list[ToolCall] = []
+    problems: list[str] = []
     raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str | bytes):
-        parsed.problems.append("tool_calls must be a list of call objects")
+    # `type(...) is` first: the ABC checks cost more than the rest of a call's reading.
+    if type(raw_calls) is not list and (
+        not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str | bytes)
+    ):
+        problems.append("tool_calls must be a list of call objects")
         raw_calls = []
     for index, raw in enumerate(raw_calls):
-        if not isinstance(raw, Mapping):
-            parsed.problems.append(f"tool call #{index + 1} is not an object")
+        if type(raw) is not dict and not isinstance(raw, Mapping):
+            problems.append(f"tool call #{index + 1} is not an object")
             continue
         function = raw.get("function")
-        if not isinstance(function, Mapping):
-            parsed.problems.append(f"tool call #{index + 1} has no 'function' object")
+        if type(function) is not dict and not isinstance(function, Mapping):
+            problems.append(f"tool call #{index + 1} has no 'function' object")
             continue
         call_id = raw.get("id")
         if not isinstance(call_id, str) or not call_id:
             call_id = f"{call_id_prefix}_{index + 1}"
         name = function.get("name")
-        parsed.calls.append(
+        calls.append(
             ToolCall(
-                id=call_id,
-                name=name if isinstance(name, str) else "",
-                arguments=arguments_text(function.get("arguments")),
+                call_id,
+                name if isinstance(name, str) else "",
+                arguments_text(function.get("arguments")),
             )
         )
-    return text, parsed.calls, parsed.problems
+    return text, calls, problems

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +27,39 @@ __all__ = [
 ]
 
 
-# Built once: given options, json.dumps builds a new encoder every call. An encoder
-# keeps nothing between calls, so one serves every thread.
-_canonical = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
-_result_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+def _text_encoder(
+    *, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": ")
+) -> Callable[[object], str]:
+    """``json.dumps(value, ensure_ascii=False, default=str)`` with these options, text for
+    text, set up once.
+
+    `JSONEncoder.encode` works out its options again on every call, which costs more than
+    writing a call's arguments or a small result. This keeps the options and makes the C
+    encoder (not public API: where it is missing, `JSONEncoder.encode` serves) for each
+    value with a fresh table of the containers being written, so a circular value is
+    still refused with ValueError, and calls from several threads never share one.
+    """
+    encoder = json.JSONEncoder(
+        sort_keys=sort_keys, ensure_ascii=False, separators=separators, default=str
+    )
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    item_separator, key_separator = separators
+    write_string = json.encoder.encode_basestring
+    default = encoder.default
+
+    def encode(value: object) -> str:
+        chunks = make(
+            {}, default, write_string, None, key_separator, item_separator, sort_keys, False, True
+        )
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_canonical = _text_encoder(sort_keys=True)
+_result_text = _text_encoder(separators=(",", ":"))
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:

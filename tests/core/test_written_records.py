@@ -147,3 +147,39 @@ def test_a_part_that_is_not_a_mapping_gets_one_error(part: str) -> None:
     data[part] = ["not a mapping"]
     with pytest.raises(UsageError, match="cannot be read"):
         RunResult.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": 1, "a": [1.5, "é", None, True, {"z": 1, "y": [2]}]},
+        {"nan": float("nan"), "inf": float("-inf"), "big": 10**40, "small": 1e-300},
+        {"where": Path("/tmp/x"), "what": {1, 2}},  # written as their str
+        {3: "int key", 2.5: "float key"},
+        ["plain", ("tuple",)],
+        "text \u2028 with \n escapes",
+        7,
+    ],
+)
+def test_call_texts_are_what_json_dumps_writes(value: Any) -> None:
+    from tooluse._records import canonical_arguments, render_result
+
+    if isinstance(value, dict):
+        expected = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        assert canonical_arguments(value) == expected
+    shown = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    )
+    assert render_result(value) == shown
+
+
+def test_a_circular_value_is_refused_as_json_refuses_it() -> None:
+    from tooluse._records import canonical_arguments, render_result
+
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    for writer in (canonical_arguments, render_result):
+        with pytest.raises(ValueError, match="Circular reference"):
+            writer(loop)

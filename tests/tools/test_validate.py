@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 
@@ -9,9 +10,10 @@ import pytest
 
 from examples.seed_tools import toolbox as seed_tools
 from tools.sample_tools import TOOLS
-from tooluse import Agent
+from tooluse import Agent, ApprovalRequest, ToolCall
 from tooluse.models import ScriptedModel
 from tooluse.tools import ArgumentChecker, ArgumentsError, parse_arguments
+from tooluse.tools._validate import checker_for
 
 
 def checker(name: str) -> ArgumentChecker:
@@ -215,3 +217,38 @@ def test_bad_calls_in_a_turn_are_rejected_and_the_others_run() -> None:
     # The model is told about each refusal in the next request.
     shown = {m.tool_call_id: m.content for m in model.requests[1].messages if m.role == "tool"}
     assert all(shown[call_id] == f"Error: {error}" for call_id, error in errors.items())
+
+
+def test_a_schema_changed_in_place_is_checked_in_its_new_form() -> None:
+    from tooluse import Toolbox, tool
+    from tooluse.dispatch import Dispatcher
+
+    @tool
+    def scale(x: int) -> int:
+        """Double x."""
+        return x * 2
+
+    async def call(arguments: str) -> str | None:
+        dispatcher = Dispatcher(Toolbox([scale]))
+        try:
+            (outcome,) = await dispatcher.run([ToolCall("c1", "scale", arguments)])
+        finally:
+            dispatcher.close()
+        assert not isinstance(outcome, ApprovalRequest)
+        return outcome.error
+
+    assert asyncio.run(call('{"x": 2, "y": 1}')) is not None  # no parameter y yet
+    scale.parameters["properties"]["y"] = {"type": "integer"}
+    scale.parameters["properties"]["x"]["maximum"] = 5
+    assert (
+        asyncio.run(call('{"x": 9}'))
+        == "invalid call to scale: argument 'x': 9 is greater than the maximum of 5"
+    )
+
+
+def test_checkers_of_equal_schemas_are_one_and_a_schema_that_is_not_json_gets_its_own() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert checker_for(schema) is checker_for(json.loads(json.dumps(schema)))
+    odd = {"type": "object", "properties": {"n": {"type": "integer", "default": object()}}}
+    assert checker_for(odd) is not checker_for(odd)
+    assert checker_for(odd).is_valid({"n": 1}) and not checker_for(odd).is_valid({"n": "1"})

@@ -195,6 +195,19 @@ class Dispatcher:
         """
         if self.durable is not None:
             return await self._run_durably(calls, round_=round_, source=source)
+        if len(calls) == 1 and self.max_calls_per_turn >= 1:
+            # Most turns make one call: the same steps as below, without their lists.
+            only = self._validator.prepare(calls[0], round_=round_, source=source)
+            if isinstance(only, RejectedCall):
+                return [self._refused(only)]
+            if self._asks(only):
+                approved = await self._approve(only, round_=round_, source=source)
+                if not isinstance(approved, Prepared):
+                    return [approved]
+                only = approved
+            # A call that often ends at once: no coroutine to await.
+            ended = self._execute(only, round_=round_, source=source, alone=True)
+            return [ended if isinstance(ended, CallRecord) else await ended]
         outcomes: list[Outcome | ApprovalRequest | None] = [None] * len(calls)
         ready: list[tuple[int, Prepared]] = []
         for index, call in enumerate(calls):

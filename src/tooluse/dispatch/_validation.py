@@ -22,7 +22,7 @@ from .._messages import ToolCall
 from .._records import RejectedCall
 from ..sandbox._wire import json_encoder
 from ..tools import Caller, Tool, Toolbox
-from ..tools._validate import ArgumentChecker, ArgumentsError, parse_arguments
+from ..tools._validate import ArgumentChecker, ArgumentsError, checker_for, parse_arguments
 from ._handles import Handles
 
 __all__ = ["Prepared", "Validator", "arguments_text", "caller_of"]
@@ -177,7 +177,7 @@ class Validator:
         checker = self._checkers.get(tool.name)
         try:
             if checker is None:
-                checker = self._checkers[tool.name] = ArgumentChecker(tool.parameters)
+                checker = self._checkers[tool.name] = checker_for(tool.parameters)
             arguments, null_repairs = checker.check(parsed)
         except ArgumentsError as exc:
             problem = f"invalid call to {tool.name}: {exc}"

@@ -118,12 +118,12 @@ def _pieces(text: str, size: int) -> list[str]:
 def _to_response(item: Mapping[str, Any] | str, name: str, *, index: int) -> ModelResponse:
     if isinstance(item, str):
         return ModelResponse(content=item, finish_reason="stop", model_name=name, raw=item)
-    if not isinstance(item, Mapping):
+    if type(item) is not dict and not isinstance(item, Mapping):
         raise ModelResponseError(f"scripted reply #{index} is not a message object")
     content, calls, problems = parse_openai_message(item, call_id_prefix=f"call_{index}")
     usage = None
     raw_usage = item.get("usage")
-    if isinstance(raw_usage, Mapping):
+    if raw_usage is not None and isinstance(raw_usage, Mapping):
         usage = Usage(
             input_tokens=int(raw_usage.get("input_tokens", 0)),
             output_tokens=int(raw_usage.get("output_tokens", 0)),

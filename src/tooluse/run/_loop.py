@@ -249,15 +249,20 @@ def _unique_ids(state: RunState, calls: Sequence[ToolCall]) -> list[ToolCall]:
     Some servers number calls per message (``call_0`` in every turn); a tool
     message must answer exactly one call, so repeated ids get a suffix.
     """
+    taken = state.call_ids
     out: list[ToolCall] = []
     for call in calls:
         call_id = call.id
-        n = 1
-        while call_id in state.call_ids:
+        if call_id not in taken:  # as most are
+            taken.add(call_id)
+            out.append(call)
+            continue
+        n = 2
+        while f"{call.id}~{n}" in taken:
             n += 1
-            call_id = f"{call.id}~{n}"
-        state.call_ids.add(call_id)
-        out.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
+        call_id = f"{call.id}~{n}"
+        taken.add(call_id)
+        out.append(ToolCall(call_id, call.name, call.arguments))
     return out
 
 
@@ -326,6 +331,8 @@ def _split(
     outcomes: Sequence[Outcome | ApprovalRequest],
 ) -> tuple[list[Outcome], list[ApprovalRequest]]:
     ended = [o for o in outcomes if not isinstance(o, ApprovalRequest)]
+    if len(ended) == len(outcomes):
+        return ended, []
     return ended, [o for o in outcomes if isinstance(o, ApprovalRequest)]
 
 
@@ -366,12 +373,13 @@ def _finish_turn(
             Message("tool", content, tool_call_id=outcome.id, name=outcome.name, is_error=failed)
         )
     _record_outcomes(state, new)
-    more = list(notes)
     cycle = _cycle_note(state, executed, config)
     failing = _failure_note(state, outcomes, config)
     if state.status == "cycle":
         return False
-    more.extend(note for note in (cycle, failing) if note)
+    more = [*notes, cycle] if cycle else list(notes)
+    if failing:
+        more.append(failing)
     if more:
         state.add(Message("user", "\n".join(more)))
         if state.tracing:
@@ -391,9 +399,8 @@ def _calls_turn(
 ) -> Generator[Effect, Any, bool]:
     """Run a turn's calls (those not in ``earlier``); False if the run stops here."""
     done = {o.id: o for o in earlier}
-    reply: list[Outcome | ApprovalRequest] = yield RunCalls(
-        [c for c in calls if c.id not in done], round_
-    )
+    todo = [c for c in calls if c.id not in done] if done else list(calls)
+    reply: list[Outcome | ApprovalRequest] = yield RunCalls(todo, round_)
     ended, pending = _split(reply)
     done.update((o.id, o) for o in ended)
     if pending:
@@ -663,6 +670,8 @@ def _failure_note(state: RunState, outcomes: Sequence[Outcome], config: LoopConf
                 seen.setdefault((outcome.name, outcome.arguments), outcome)
         elif not outcome.ok:
             seen.setdefault(call_identity(outcome.name, outcome.arguments), outcome)
+    if not seen:
+        return None
     worst: tuple[Outcome, int] | None = None
     for key, outcome in seen.items():
         count = state._failures[key] = state._failures.get(key, 0) + 1
@@ -877,7 +886,10 @@ def _rounds(
             state.status, state.error = "error", f"{type(exc).__name__}: {exc}"
             return
         response.tool_calls = _unique_ids(state, response.tool_calls)
-        echoed = tuple(_echo(call, config.max_argument_chars) for call in response.tool_calls)
+        limit = config.max_argument_chars
+        echoed = tuple(
+            [c if len(c.arguments) <= limit else _echo(c, limit) for c in response.tool_calls]
+        )
         reply = state.add(Message("assistant", response.content, echoed))
         usage = _round_usage(state, response, tools_tokens, config)
         state.usage.rounds.append(usage)

@@ -37,6 +37,7 @@ __all__ = [
     "ArgumentChecker",
     "ArgumentsError",
     "ParsedArguments",
+    "checker_for",
     "parse_arguments",
     "unresolved_reference",
 ]
@@ -198,7 +199,7 @@ def parse_arguments(
     repairs: list[str] = []
     if not text.strip():
         return ParsedArguments({}, ("empty arguments read as {}",))
-    fenced = _FENCE.match(text)
+    fenced = _FENCE.match(text) if "```" in text else None
     if fenced:
         text = fenced.group(1)
         repairs.append("removed a Markdown code fence around the arguments")
@@ -225,7 +226,7 @@ def parse_arguments(
         raise ArgumentsError(
             f"arguments must be a JSON object with named parameters, got {_type_name(value)}"
         )
-    return ParsedArguments(value, tuple(repairs))
+    return ParsedArguments(value, tuple(repairs) if repairs else ())
 
 
 def _closed(schema: Any) -> Any:
@@ -430,3 +431,30 @@ class ArgumentChecker:
                         problems.append(problem)
             raise ArgumentsError("; ".join(problems))
         return arguments, tuple(repairs)
+
+
+#: Checkers by the text of their schema, shared by every run (see `checker_for`).
+_CHECKERS: dict[str, ArgumentChecker] = {}
+_CHECKERS_KEPT = 1024
+_schema_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
+def checker_for(parameters: JsonSchema) -> ArgumentChecker:
+    """The checker of `parameters`, built once for each distinct schema.
+
+    A run checks its calls with a checker per tool; building one compiles the schema,
+    which costs more than checking many calls. Checkers keep nothing of the calls they
+    check, so one serves every run and thread. The key is the schema's text, so a
+    schema changed in place gets a checker of its own.
+    """
+    try:
+        key = _schema_text(parameters)
+    except (TypeError, ValueError):  # not JSON text (a default of another type, say)
+        return ArgumentChecker(parameters)
+    checker = _CHECKERS.get(key)
+    if checker is None:
+        checker = ArgumentChecker(parameters)
+        if len(_CHECKERS) >= _CHECKERS_KEPT:
+            _CHECKERS.clear()  # many schemas come and go (generated tools): start again
+        _CHECKERS[key] = checker
+    return checker
