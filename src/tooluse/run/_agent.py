@@ -132,9 +132,10 @@ class Agent(Closing):
             results: an answer whose comparison its own numbers refute (``92
             EUR is not enough for the 85 EUR room``), or that states a number
             neither the task, a result nor one step of arithmetic over them
-            gives, is sent one note a run saying so, and the model answers again, in a round of `max_rounds`
-            (see docs/models.md). Each check is told as an `AnswerChecked` event.
-            None (the default) takes the model's own default,
+            gives, is sent one note a run saying so, and the model answers
+            again, in a round of `max_rounds` (see docs/models.md). Each check
+            is told as an `AnswerChecked` event. None (the default) takes the
+            model's own default,
             `Model.check_answers`: on for the local models the registry
             measured it on, off for every other.
         approval: decides on calls before they run, the model's and its
