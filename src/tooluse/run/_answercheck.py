@@ -27,12 +27,21 @@ legitimate, and telling them from a slip is not clear enough.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["NOTE_START", "Contradiction", "contradiction", "number_pattern", "number_value"]
+__all__ = [
+    "NOTE_START",
+    "Contradiction",
+    "Echo",
+    "contradiction",
+    "echo",
+    "number_pattern",
+    "number_value",
+]
 
 #: How the note for a contradiction begins (a run's conversation shows whether it had one).
 NOTE_START = "Check your answer:"
@@ -409,3 +418,44 @@ def _holds(left: float, right: float, relation: Relation) -> bool:
 
 def _show(value: float) -> str:
     return f"{value:g}" if abs(value) < 1e15 else str(value)
+
+
+#: How close an answer must be to the task, as difflib's ratio, to be the task again.
+_ECHO_RATIO = 0.85
+_WORDS = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """An answer that is the task's question again, asked back instead of answered."""
+
+    answer: str
+
+    @property
+    def note(self) -> str:
+        """The note for the model: answer the question rather than repeat it."""
+        return (
+            f"{NOTE_START} it repeats the question instead of answering it. Answer it "
+            "from the tool results, and make any call you still need first."
+        )
+
+
+def echo(answer: str, task: str) -> Echo | None:
+    """`answer` if it is a question that repeats the task (or one of its sentences), else None.
+
+    Only a question counts: an answer ending in ``?`` whose words are the task's own,
+    in the same order, all but a few (``Is the HDMI cable (SKU A200) in stock?`` for
+    the task ``Is the HDMI cable (SKU A200) in stock?``). A question of the model's
+    own (``Which city do you mean?``) is not an echo.
+    """
+    if not answer.rstrip().endswith("?"):
+        return None
+    said = _WORDS.findall(answer.lower())
+    if len(said) < 3:
+        return None
+    parts = [task, *_SENTENCES.split(task)]
+    for part in parts:
+        asked = _WORDS.findall(part.lower())
+        if asked and difflib.SequenceMatcher(None, said, asked).ratio() >= _ECHO_RATIO:
+            return Echo(answer)
+    return None

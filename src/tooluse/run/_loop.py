@@ -44,7 +44,7 @@ from ..models import ModelRequest, ModelResponse, ToolChoice
 from ..policy._approval import ApprovalRequest
 from ..tools import Tool
 from ..tools._output import OutputTool
-from ._answercheck import NOTE_START, contradiction
+from ._answercheck import NOTE_START, contradiction, echo
 from ._numbercheck import unsupported
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
@@ -719,7 +719,7 @@ def _unmade_call_note(
     return None
 
 
-def _noted_answer(state: RunState, answer: str, round_: int, last_round: bool) -> bool:
+def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_round: bool) -> bool:
     """Check a final answer against the run's results; True if it was sent a note.
 
     The first answer that contradicts them gets the note, unless no round is left
@@ -732,8 +732,10 @@ def _noted_answer(state: RunState, answer: str, round_: int, last_round: bool) -
         if m.role in ("user", "tool") and m.content and not m.content.startswith(NOTE_START)
     ]
     made = Counter(call.name for call in state.calls)
-    found = contradiction(answer, seen) or unsupported(
-        answer, seen, counts=(len(state.calls), *made.values())
+    found = (
+        echo(answer, task)
+        or contradiction(answer, seen)
+        or unsupported(answer, seen, counts=(len(state.calls), *made.values()))
     )
     if state.noted_answer:
         if state.tracing:
@@ -915,7 +917,7 @@ def _rounds(
                     state.emit(ev.Feedback(round_, note))
                 continue
             last_round = round_ >= config.max_rounds
-            if config.check_answers and _noted_answer(state, action.text, round_, last_round):
+            if config.check_answers and _noted_answer(state, action.text, task, round_, last_round):
                 continue
             state.status, state.answer = "completed", action.text
             return
