@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, Self, get_args
 
 from ._messages import Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -716,46 +716,41 @@ class ContextMove:
         return body
 
 
-def _context_fields(d: Mapping[str, Any]) -> tuple[str, tuple[str, ...], int, str | None]:
-    call_id = d.get("call_id")
-    return (
-        str(d.get("by", "")),
-        tuple(str(i) for i in d.get("ids", ())),
-        int(d.get("round", 0)),
-        None if call_id is None else str(call_id),
-    )
+@dataclass(frozen=True, slots=True)
+class _Move(ContextMove, Event):
+    """The fields of both context events, and their reading."""
+
+    by: str
+    ids: tuple[str, ...]
+    round: int = 0
+    call_id: str | None = None
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Self:
+        call_id = d.get("call_id")
+        return cls(
+            str(d.get("by", "")),
+            tuple(str(i) for i in d.get("ids", ())),
+            int(d.get("round", 0)),
+            None if call_id is None else str(call_id),
+            t=t,
+        )
 
 
 @dataclass(frozen=True, slots=True)
-class ContextOffload(ContextMove, Event):
+class ContextOffload(_Move):
     """Messages left the window for the store, moved by the ``harness`` or the ``agent``."""
 
     tag: ClassVar[str] = "context_offload"
     action: ClassVar[str] = "offload"
-    by: str
-    ids: tuple[str, ...]
-    round: int = 0
-    call_id: str | None = None
-
-    @classmethod
-    def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextOffload:
-        return cls(*_context_fields(d), t=t)
 
 
 @dataclass(frozen=True, slots=True)
-class ContextCompress(ContextMove, Event):
+class ContextCompress(_Move):
     """Messages of the window were replaced by a summary (the agent's ``context_compress``)."""
 
     tag: ClassVar[str] = "context_compress"
     action: ClassVar[str] = "compress"
-    by: str
-    ids: tuple[str, ...]
-    round: int = 0
-    call_id: str | None = None
-
-    @classmethod
-    def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextCompress:
-        return cls(*_context_fields(d), t=t)
 
 
 #: The context tools an agent may call, and the context event each successful call is.
@@ -884,18 +879,24 @@ class ApprovalNeeded(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Paused(Event):
-    """The run paused in round `round` for the calls of the `ApprovalNeeded` before it."""
+class _InRound(Event):
+    """An event that tells nothing but the round it happened in."""
 
-    kind: ClassVar[str] = "paused"
     round: int
 
     def _body(self) -> dict[str, Any]:
         return {"round": self.round}
 
     @classmethod
-    def _from_body(cls, d: Mapping[str, Any], t: float) -> Paused:
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Self:
         return cls(int(d.get("round", 0)), t=t)
+
+
+@dataclass(frozen=True, slots=True)
+class Paused(_InRound):
+    """The run paused in round `round` for the calls of the `ApprovalNeeded` before it."""
+
+    kind: ClassVar[str] = "paused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -914,18 +915,10 @@ class ApprovalDecided(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Resumed(Event):
+class Resumed(_InRound):
     """A paused run goes on in round `round` (the turn, script or plan it stopped in)."""
 
     kind: ClassVar[str] = "resumed"
-    round: int
-
-    def _body(self) -> dict[str, Any]:
-        return {"round": self.round}
-
-    @classmethod
-    def _from_body(cls, d: Mapping[str, Any], t: float) -> Resumed:
-        return cls(int(d.get("round", 0)), t=t)
 
 
 @dataclass(frozen=True, slots=True)
