@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Self, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from ._messages import Usage
 from ._records import CallRecord, Outcome, RejectedCall, ScriptRecord
@@ -716,41 +716,46 @@ class ContextMove:
         return body
 
 
-@dataclass(frozen=True, slots=True)
-class _Move(ContextMove, Event):
-    """The fields of both context events, and their reading."""
+def _context_fields(d: Mapping[str, Any]) -> tuple[str, tuple[str, ...], int, str | None]:
+    call_id = d.get("call_id")
+    return (
+        str(d.get("by", "")),
+        tuple(str(i) for i in d.get("ids", ())),
+        int(d.get("round", 0)),
+        None if call_id is None else str(call_id),
+    )
 
+
+@dataclass(frozen=True, slots=True)
+class ContextOffload(ContextMove, Event):
+    """Messages left the window for the store, moved by the ``harness`` or the ``agent``."""
+
+    tag: ClassVar[str] = "context_offload"
+    action: ClassVar[str] = "offload"
     by: str
     ids: tuple[str, ...]
     round: int = 0
     call_id: str | None = None
 
     @classmethod
-    def _from_body(cls, d: Mapping[str, Any], t: float) -> Self:
-        call_id = d.get("call_id")
-        return cls(
-            str(d.get("by", "")),
-            tuple(str(i) for i in d.get("ids", ())),
-            int(d.get("round", 0)),
-            None if call_id is None else str(call_id),
-            t=t,
-        )
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextOffload:
+        return cls(*_context_fields(d), t=t)
 
 
 @dataclass(frozen=True, slots=True)
-class ContextOffload(_Move):
-    """Messages left the window for the store, moved by the ``harness`` or the ``agent``."""
-
-    tag: ClassVar[str] = "context_offload"
-    action: ClassVar[str] = "offload"
-
-
-@dataclass(frozen=True, slots=True)
-class ContextCompress(_Move):
+class ContextCompress(ContextMove, Event):
     """Messages of the window were replaced by a summary (the agent's ``context_compress``)."""
 
     tag: ClassVar[str] = "context_compress"
     action: ClassVar[str] = "compress"
+    by: str
+    ids: tuple[str, ...]
+    round: int = 0
+    call_id: str | None = None
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> ContextCompress:
+        return cls(*_context_fields(d), t=t)
 
 
 #: The context tools an agent may call, and the context event each successful call is.
@@ -879,24 +884,18 @@ class ApprovalNeeded(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class _InRound(Event):
-    """An event that tells nothing but the round it happened in."""
+class Paused(Event):
+    """The run paused in round `round` for the calls of the `ApprovalNeeded` before it."""
 
+    kind: ClassVar[str] = "paused"
     round: int
 
     def _body(self) -> dict[str, Any]:
         return {"round": self.round}
 
     @classmethod
-    def _from_body(cls, d: Mapping[str, Any], t: float) -> Self:
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Paused:
         return cls(int(d.get("round", 0)), t=t)
-
-
-@dataclass(frozen=True, slots=True)
-class Paused(_InRound):
-    """The run paused in round `round` for the calls of the `ApprovalNeeded` before it."""
-
-    kind: ClassVar[str] = "paused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -915,10 +914,18 @@ class ApprovalDecided(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Resumed(_InRound):
+class Resumed(Event):
     """A paused run goes on in round `round` (the turn, script or plan it stopped in)."""
 
     kind: ClassVar[str] = "resumed"
+    round: int
+
+    def _body(self) -> dict[str, Any]:
+        return {"round": self.round}
+
+    @classmethod
+    def _from_body(cls, d: Mapping[str, Any], t: float) -> Resumed:
+        return cls(int(d.get("round", 0)), t=t)
 
 
 @dataclass(frozen=True, slots=True)
