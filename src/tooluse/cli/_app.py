@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -218,6 +219,37 @@ def _fan_out(*sinks: EventSink | None) -> EventSink | None:
     return emit
 
 
+@contextlib.contextmanager
+def _agent(
+    ctx: typer.Context,
+    *,
+    tools: str | None,
+    mcp: list[str] | None,
+    model: str,
+    base_url: str | None,
+    approve: str,
+    trace: Path | None,
+    render: EventSink | None = None,
+    **options: Any,
+) -> Iterator[Agent]:
+    """The agent of a command's options, `options` passed on to `Agent`; its events go to
+    the trace, opened before the agent so that a path that cannot be written is one
+    error line, and to `render`. The agent and the trace are closed after."""
+    policy = _policy(approve)
+    toolbox = gather_tools(ctx, tools, mcp or [])
+    backend = resolve_model(model, base_url=base_url)
+    writer = open_trace(trace) if trace is not None else None
+    try:
+        agent = Agent(
+            backend, toolbox, on_event=_fan_out(writer, render), approval=policy, **options
+        )
+        with agent:
+            yield agent
+    finally:
+        if writer is not None:
+            writer.close()
+
+
 @app.command()
 def run(  # noqa: PLR0917 - typer maps parameters to options
     ctx: typer.Context,
@@ -299,9 +331,6 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
 ) -> None:
     """Run TASK with an agent and print its answer."""
-    policy = _policy(approve)
-    toolbox = gather_tools(ctx, tools, mcp or [])
-    backend = resolve_model(model, base_url=base_url)
     live = LiveView(err, _render_event) if stream and not as_json else None
     render: EventSink | None = None
     if not as_json:
@@ -313,28 +342,26 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
             if live is None or not live.streaming or isinstance(event, Feedback | ScopeFixed):
                 _render_event(event)
 
-    writer = open_trace(trace) if trace is not None else None
-    agent = Agent(
-        backend,
-        toolbox,
+    with _agent(
+        ctx,
+        tools=tools,
+        mcp=mcp,
+        model=model,
+        base_url=base_url,
+        approve=approve,
+        trace=trace,
+        render=render,
         convention=convention,
         max_rounds=max_rounds,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel_calls,
         check_answers=check_answers,
         system_prompt=system,
-        on_event=_fan_out(writer, render),
-        approval=policy,
         scope=scope
         if scope in (None, "ask")
         else [s.strip() for s in scope.split(",") if s.strip()],
-    )
-    try:
-        with agent:
-            result = _run_asking(agent, task, live)
-    finally:
-        if writer is not None:
-            writer.close()
+    ) as agent:
+        result = _run_asking(agent, task, live)
     if as_json:
         out.print_json(json.dumps(result.to_dict(), default=str))
     else:
@@ -412,27 +439,24 @@ def chat(  # noqa: PLR0917 - typer maps parameters to options
         if list_them:
             _list_conversations(kept)
             return
-        policy = _policy(approve)
-        toolbox = gather_tools(ctx, tools, mcp or [])
-        backend = resolve_model(model, base_url=base_url)
         live = LiveView(err, _render_event)
-        writer = open_trace(trace) if trace is not None else None
-        agent = Agent(
-            backend,
-            toolbox,
-            convention=convention,
-            max_rounds=max_rounds,
-            system_prompt=system,
-            on_event=writer,
-            approval=policy,
-        )
-        try:
-            with agent, Conversation(agent, store=kept, id=conversation) as talk:
-                err.print(f"[dim]conversation {escape(talk.id)} · /exit to leave[/]")
-                _chat_loop(agent, talk, live)
-        finally:
-            if writer is not None:
-                writer.close()
+        with (
+            _agent(
+                ctx,
+                tools=tools,
+                mcp=mcp,
+                model=model,
+                base_url=base_url,
+                approve=approve,
+                trace=trace,
+                convention=convention,
+                max_rounds=max_rounds,
+                system_prompt=system,
+            ) as agent,
+            Conversation(agent, store=kept, id=conversation) as talk,
+        ):
+            err.print(f"[dim]conversation {escape(talk.id)} · /exit to leave[/]")
+            _chat_loop(agent, talk, live)
 
 
 def _chat_loop(agent: Agent, talk: Conversation, live: LiveView) -> None:

@@ -293,46 +293,18 @@ def _bench(
         # its rows are labelled with the file's name.
         row_suite = next((task.suite for task in bench.tasks()), suite)
     passed = 0
-    # Imported here: every command's start would pay for it, and only a run shows it.
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[passed]} passed"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=False,
-    )
-    bar = progress.add_task(row_suite, total=None, passed=0)
-
-    # The bar starts once the run has its output open: a bad --out is an error line alone.
-    def started(pending: int, total: int) -> None:
-        if pending < total:
-            err.print(f"[dim]{total - pending} of {total} already in {bench.results}; skipped[/]")
-        progress.update(bar, total=pending)
-        progress.start()
+    bar = _Bar(row_suite, "{task.fields[passed]} passed", bench.results, passed=0)
 
     def finished(row: Row) -> None:
         nonlocal passed
         passed += row.correct
-        progress.update(bar, advance=1, passed=passed)
+        bar.advance(passed=passed)
 
     def waiting(message: str) -> None:
-        progress.console.print(f"[yellow]{message}[/]", highlight=False)
+        bar.progress.console.print(f"[yellow]{message}[/]", highlight=False)
 
-    try:
-        bench.run(on_start=started, on_row=finished, on_wait=waiting)
-    finally:
-        if progress.live.is_started:
-            progress.stop()
+    with bar:
+        bench.run(on_start=bar.started, on_row=finished, on_wait=waiting)
 
     rows = read_rows(bench.results)
     # Rows name the model by its label, which adds any call policy to the spec.
@@ -370,6 +342,52 @@ def _bench(
     if suite == "multimodal":
         _ocr_report(out, [task.id for task in bench.tasks()])
     err.print(f"wrote {bench.results}, {summary}" + (f" and {len(plots)} plots" if plots else ""))
+
+
+class _Bar:
+    """A bench's progress bar: rows done of those pending, and the counts in `counts`.
+
+    It starts once the run has its output open (`started`), so that a bad --out is
+    an error line alone, and stops when the ``with`` block ends.
+    """
+
+    def __init__(self, description: str, counts: str, results: Path, **fields: Any) -> None:
+        # Imported here: every command's start would pay for it, and only a run shows it.
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(counts),
+            TimeRemainingColumn(),
+            console=err,
+            transient=False,
+        )
+        self._task = self.progress.add_task(description, total=None, **fields)
+        self._results = results
+
+    def started(self, pending: int, total: int) -> None:
+        if pending < total:
+            err.print(f"[dim]{total - pending} of {total} already in {self._results}; skipped[/]")
+        self.progress.update(self._task, total=pending)
+        self.progress.start()
+
+    def advance(self, **fields: Any) -> None:
+        self.progress.update(self._task, advance=1, **fields)
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.progress.live.is_started:
+            self.progress.stop()
 
 
 def _ocr_report(out: Path, tasks: list[str]) -> None:
@@ -630,43 +648,21 @@ def agentdojo(  # noqa: PLR0917
         traces=traces,
     )
     bench = AgentDojoBench(config)
-    # Imported here: every command's start would pay for it, and only a run shows it.
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[solved]} solved, {task.fields[attacked]} attacked"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=False,
-    )
-    bar = progress.add_task("agentdojo", total=None, solved=0, attacked=0)
     counts = {"solved": 0, "attacked": 0}
-
-    def started(pending: int, total: int) -> None:
-        if pending < total:
-            err.print(f"[dim]{total - pending} of {total} already in {bench.results}; skipped[/]")
-        progress.update(bar, total=pending)
-        progress.start()
+    bar = _Bar(
+        "agentdojo",
+        "{task.fields[solved]} solved, {task.fields[attacked]} attacked",
+        bench.results,
+        **counts,
+    )
 
     def finished(row: AgentDojoRow) -> None:
         counts["solved"] += row.utility
         counts["attacked"] += row.attacked
-        progress.update(bar, advance=1, solved=counts["solved"], attacked=counts["attacked"])
+        bar.advance(**counts)
 
-    try:
-        bench.run(on_start=started, on_row=finished)
-    finally:
-        if progress.live.is_started:
-            progress.stop()
+    with bar:
+        bench.run(on_start=bar.started, on_row=finished)
     rows = read_agentdojo_rows(bench.results)
     try:
         summary = write_agentdojo_summary(out, rows)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .._exceptions import ModelRetry, UsageError
@@ -193,15 +193,7 @@ class ContextWindow:
     def _render(self, entry: _Entry) -> Message:
         message = entry.message
         shown = self._prefix(message) + entry.text if entry.text else message.content
-        return Message(
-            message.role,
-            shown,
-            message.tool_calls,
-            tool_call_id=message.tool_call_id,
-            name=message.name,
-            id=message.id,
-            is_error=message.is_error,
-        )
+        return replace(message, content=shown)
 
     def _build(self) -> list[Message]:
         runs = {first: (last, marker) for first, last, marker in self._runs()}

@@ -112,6 +112,11 @@ def _text(node: ast.AST) -> str:
     return text if len(text) <= _QUOTED else text[: _QUOTED - 3] + "..."
 
 
+def _spent(what: str) -> PlanEvaluationError:
+    """The error of a plan whose expressions spent one of its budgets: they `what`."""
+    return PlanEvaluationError(f"the plan's expressions {what}, the limit for one plan{_HINT}")
+
+
 class Budget:
     """What the expressions of one plan may still spend; shared by all of them.
 
@@ -132,26 +137,17 @@ class Budget:
     def step(self, count: int = 1) -> None:
         self.steps -= count
         if self.steps < 0:
-            raise PlanEvaluationError(
-                f"the plan's expressions take more than {STEP_LIMIT:,} steps, the limit for "
-                f"one plan{_HINT}"
-            )
+            raise _spent(f"take more than {STEP_LIMIT:,} steps")
 
     def do(self, items: int) -> None:
         self.work -= items
         if self.work < 0:
-            raise PlanEvaluationError(
-                f"the plan's expressions compare, copy or scan more than {WORK_LIMIT:,} items, "
-                f"the limit for one plan{_HINT}"
-            )
+            raise _spent(f"compare, copy or scan more than {WORK_LIMIT:,} items")
 
     def create(self, size: int) -> None:
         self.created -= size
         if self.created < 0:
-            raise PlanEvaluationError(
-                f"the plan's expressions create more than {CREATED_LIMIT:,} bytes of values, "
-                f"the limit for one plan{_HINT}"
-            )
+            raise _spent(f"create more than {CREATED_LIMIT:,} bytes of values")
 
     def remember(self, value: Any, size: int) -> None:
         if isinstance(value, _CONTAINERS):

@@ -13,7 +13,7 @@ arguments the function is called with. Nothing here runs a tool.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import pydantic
@@ -52,25 +52,19 @@ class Prepared:
     repairs: tuple[str, ...]
 
 
+@dataclass(eq=False)
 class Validator:
     """Checks calls against a toolbox; keeps one schema checker per tool it has seen."""
 
-    def __init__(
-        self,
-        tools: Toolbox,
-        *,
-        max_argument_bytes: int,
-        unloaded: Callable[[str], str | None] | None = None,
-        handles: Handles | None = None,
-    ) -> None:
-        self.tools = tools
-        #: The run's results kept by reference: handles in arguments are resolved
-        #: from here before any check, so the checks and the tool see the value.
-        self.handles = handles
-        self.max_argument_bytes = max_argument_bytes
-        #: With tool search: the refusal for a model's call of a tool not loaded yet.
-        self.unloaded = unloaded
-        self._checkers: dict[str, ArgumentChecker] = {}
+    tools: Toolbox
+    _: KW_ONLY
+    max_argument_bytes: int
+    #: With tool search: the refusal for a model's call of a tool not loaded yet.
+    unloaded: Callable[[str], str | None] | None = None
+    #: The run's results kept by reference: handles in arguments are resolved
+    #: from here before any check, so the checks and the tool see the value.
+    handles: Handles | None = None
+    _checkers: dict[str, ArgumentChecker] = field(default_factory=dict, init=False, repr=False)
 
     def prepare(
         self, call: ToolCall, *, round_: int = 0, source: str = "json"

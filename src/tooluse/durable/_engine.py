@@ -31,7 +31,7 @@ import contextvars
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -210,19 +210,19 @@ class Recorder:
         return Approval.deny(message.get("reason") or "denied by the user")
 
 
+@dataclass(eq=False)
 class Reserved:
     """A call whose step has its place in the run's record, running (see `Recorder.reserve`)."""
 
-    def __init__(self, recorder: Recorder, record: CallRecord, tool: Tool, key: str) -> None:
-        self.recorder = recorder
-        self.record = record
-        self.tool = tool
-        self.key = key
-        #: Whether the tool ran in this execution (False: the step came from the record).
-        self.ran = False
-        #: A write call begun in an execution that crashed: in doubt unless it ended.
-        self.may_be_in_doubt = False
-        self.task: asyncio.Task[_Ended | _InDoubt] | None = None
+    recorder: Recorder
+    record: CallRecord
+    tool: Tool
+    key: str
+    #: Whether the tool ran in this execution (False: the step came from the record).
+    ran: bool = field(default=False, init=False)
+    #: A write call begun in an execution that crashed: in doubt unless it ended.
+    may_be_in_doubt: bool = field(default=False, init=False)
+    task: asyncio.Task[_Ended | _InDoubt] | None = field(default=None, init=False)
 
     async def ended(self) -> tuple[CallRecord | None, bool]:
         """The call's record and whether it ran now; a None record for a write in doubt."""

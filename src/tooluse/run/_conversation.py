@@ -25,12 +25,13 @@ history: a long chat is compressed or offloaded as one long run would be.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -260,8 +261,7 @@ class Conversation(Closing):
 
         `output_type` sets this turn's typed output, in place of the agent's.
         """
-        with self._turn():
-            history = self.history
+        with self._turn() as history:
             result = self.agent.run(
                 message, expect=expect, history=history, deps=deps, output_type=output_type
             )
@@ -277,8 +277,7 @@ class Conversation(Closing):
         output_type: Any = None,
     ) -> RunResult:
         """`run`, for async code."""
-        with self._turn():
-            history = self.history
+        with self._turn() as history:
             try:
                 result = await self.agent.arun(
                     message, expect=expect, history=history, deps=deps, output_type=output_type
@@ -301,8 +300,7 @@ class Conversation(Closing):
     ) -> AsyncIterator[Any]:
         """The events of the agent's run on ``message`` (see `Agent.stream`); the turn
         is kept once the stream ends, however it ends."""
-        with self._turn():
-            history = self.history
+        with self._turn() as history:
             events = self.agent.stream(
                 message, expect=expect, history=history, deps=deps, output_type=output_type
             )
@@ -324,8 +322,7 @@ class Conversation(Closing):
 
         A turn with its own `output_type` is resumed with the same one.
         """
-        with self._turn():
-            history = self.history
+        with self._turn() as history:
             ended = self.agent.resume(result, decisions, deps=deps, output_type=output_type)
             task = result.paused.task if result.paused is not None else ""
             self.keep(task, history, ended)
@@ -344,20 +341,15 @@ class Conversation(Closing):
         if self._owns_store:
             self.store.close()
 
-    def _turn(self) -> _OneTurn:
-        return _OneTurn(self._busy)
-
-
-class _OneTurn:
-    def __init__(self, lock: threading.Lock) -> None:
-        self._lock = lock
-
-    def __enter__(self) -> None:
-        if not self._lock.acquire(blocking=False):
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[list[Message]]:
+        """One turn at a time: held while a turn runs; gives the history it continues."""
+        if not self._busy.acquire(blocking=False):
             raise UsageError("a turn of this conversation is still running: one turn at a time")
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._lock.release()
+        try:
+            yield self.history
+        finally:
+            self._busy.release()
 
 
 def _answered(messages: Sequence[Message]) -> list[Message]:

@@ -149,22 +149,14 @@ def output_tool(spec: OutputSpec, caller: Caller, tools: Toolbox) -> OutputTool:
             "an output_type: rename the tool"
         )
     wrapped = caller == "script" or not spec.is_object
-    made = Tool.from_schema(
+    # Its positional parameters are those of the schema: ``result`` alone when wrapped.
+    tool = OutputTool.from_schema(
         name,
         _DESCRIPTION,
         _parameters(spec, wrapped),
         _accept,
         returns={"type": "string"},
         callers=(caller,),
-    )
-    tool = OutputTool(
-        name=made.name,
-        description=made.description,
-        parameters=made.parameters,
-        function=made.function,
-        returns=made.returns,
-        callers=made.callers,
-        positional=("result",) if wrapped else (),
     )
     tool.spec = spec
     tool.wrapped = wrapped

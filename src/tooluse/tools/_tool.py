@@ -11,7 +11,7 @@ import keyword
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, Literal, Self, overload
 
 import pydantic
 
@@ -204,7 +204,7 @@ class Tool:
         retries: int = 0,
         retry_writes: bool = False,
         examples: Examples = (),
-    ) -> Tool:
+    ) -> Self:
         """Build a tool from a typed function (what `@tool` does)."""
         doc = parse_docstring(inspect.getdoc(described_function(fn)))
         schema = function_schema(fn, doc, localns=localns)
@@ -251,7 +251,7 @@ class Tool:
         retries: int = 0,
         retry_writes: bool = False,
         examples: Examples = (),
-    ) -> Tool:
+    ) -> Self:
         """Build a tool from a JSON Schema and a callable taking keyword arguments.
 
         ``side_effects``, ``effects``, ``retries``, ``retry_writes``, ``trust``,
