@@ -2,8 +2,9 @@
 
 Single-turn: every entry of every category in the JSON and text conventions
 (a sweep `make test` runs; the fast tier runs a deterministic sample of it, every
-eighth entry plus the listed ones), and that sample in the code convention. Multi-turn: the first entries of each category and the entries
-that once exposed harness bugs, in every convention. Entries that no model can
+eighth entry plus the listed ones), and that sample in the code convention.
+Multi-turn: the first entries of each category and the entries that once exposed
+harness bugs, in every convention. Entries that no model can
 pass are listed with the reason; the lists must match exactly in both
 directions. They are the same for every convention: each listed ground truth
 can be written as a Python call list as well as a JSON call (it is the runtime
