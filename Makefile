@@ -5,7 +5,7 @@ TASK ?= Convert 100 USD to EUR and tell me if it's enough for a €85 hotel room
 # The demo agent's own instructions, as any agent built on these tools would have.
 SYSTEM ?= You are a helpful assistant. Call a tool only for a fact you do not have yet, and use the calculator for arithmetic. Once the tool results give you what you need, reply to the user in plain text and answer every part of the question.
 
-.PHONY: setup setup-demo demo test test-fast check lint typecheck fmt pytest bench docs docs-serve
+.PHONY: setup setup-demo demo test test-fast bytecode check lint typecheck fmt pytest bench docs docs-serve
 
 # Each step prints one line with its time; pip's and npm's output is in build/setup/.
 setup:
@@ -27,8 +27,15 @@ test: setup lint typecheck pytest
 # Everything but what decodes with a local model, drives npm's MCP servers or a
 # browser, starts Ray, or builds and benchmarks at length (markers set in
 # tests/conftest.py), on every core: a few minutes on 2 cores.
-test-fast: setup
-	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or postgres or slow)"
+FAST := not (model or npm or browser or ray or postgres or slow)
+test-fast: setup bytecode
+	$(BIN)/pytest -q -n auto --dist worksteal -m "$(FAST)"
+
+# The tests start several hundred fresh Python processes. Where PYTHONDONTWRITEBYTECODE
+# is set (as in many containers), each would compile the package from source again;
+# compiled once here, they load it from __pycache__ (Python reads it under that variable).
+bytecode:
+	@$(BIN)/python -m compileall -q src tests examples bench
 
 lint:
 	$(BIN)/ruff check src tests bench examples scripts
@@ -44,8 +51,8 @@ fmt:
 # The whole suite: the fast tier on every core, then, one at a time, the tests that
 # decode with a model, drive npm's servers or a browser, start Ray or are slow (two
 # Ray clusters or model decodes at once would compete for ports, memory and cores).
-pytest:
-	$(BIN)/pytest -q -n auto -m "not (model or npm or browser or ray or postgres or slow)"
+pytest: bytecode
+	$(BIN)/pytest -q -n auto --dist worksteal -m "$(FAST)"
 	$(BIN)/pytest -q -m "model or npm or browser or ray or postgres or slow"
 
 # The CLI reference is generated from the CLI's own help; the site (docs/, the

@@ -60,6 +60,9 @@ SLOW = {
     # Every multimodal task in json, code and plan: about 150 OCR readings with RapidOCR
     # (a sign task in every convention stays in the fast tier).
     "eval/test_multimodal.py::test_bench_multimodal_oracle_passes_every_task_in_json_code_and_plan",
+    # Every single-turn BFCL entry (over 3,600) under the oracle, in json and in text; the
+    # fast tier runs a fixed sample of them (every eighth entry and every listed one).
+    "eval/bfcl/test_oracle.py::test_oracle_passes_every_satisfiable_single_turn_entry",
     # Writes a 100 MB trace and has the viewer serve it.
     "observe/test_view_scale.py::test_a_huge_live_trace_costs_a_page_of_memory_and_an_append_costs_its_bytes",
 }
