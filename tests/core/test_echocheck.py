@@ -75,7 +75,6 @@ def test_a_run_that_echoes_the_question_gets_one_note_and_answers_after_it() -> 
     ]
     outcomes = [e.outcome for e in seen if isinstance(e, events.AnswerChecked)]
     assert outcomes == ["noted", "corrected"]
-    assert [r.tool_choice for r in model.requests] == ["auto", "auto", "required", "auto"]
 
 
 def test_without_the_check_the_echo_is_the_answer() -> None:

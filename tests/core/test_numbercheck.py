@@ -123,19 +123,6 @@ def test_a_run_whose_answer_states_an_unsupported_number_gets_one_note_then_call
     assert note is not None and note.startswith("Check your answer: it states 87.43, which")
     outcomes = [e.outcome for e in seen if isinstance(e, events.AnswerChecked)]
     assert outcomes == ["noted", "corrected"]
-    # The round after the note asks for a call; the rounds after it are the model's.
-    assert [r.tool_choice for r in model.requests] == ["auto", "required", "auto", "auto"]
-
-
-def test_a_note_on_a_verdict_leaves_the_next_round_the_models_choice() -> None:
-    rate = {**RATE}
-    wrong, right = "No, 92 EUR is not enough for the 85 EUR room.", "Yes, it is enough."
-    model = ScriptedModel([rate, CONVERT, {"content": wrong}, {"content": right}])
-    result = Agent(model, seed_tools, check_answers=True).run(
-        "I have 100 USD. Is that enough for the 85 EUR room?"
-    )
-    assert result.answer == right
-    assert [r.tool_choice for r in model.requests] == ["auto"] * 4
 
 
 def test_without_the_check_the_guess_is_the_answer() -> None:

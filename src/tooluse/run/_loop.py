@@ -44,8 +44,8 @@ from ..models import ModelRequest, ModelResponse, ToolChoice
 from ..policy._approval import ApprovalRequest
 from ..tools import Tool
 from ..tools._output import OutputTool
-from ._answercheck import NOTE_START, Echo, contradiction, echo
-from ._numbercheck import Unsupported, unsupported
+from ._answercheck import NOTE_START, contradiction, echo
+from ._numbercheck import unsupported
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 
@@ -177,9 +177,6 @@ class RunState:
     noted_unmade_call: bool = False
     #: Whether the run has had the answer check's note.
     noted_answer: bool = False
-    #: Whether the round after the answer check's note asks for a call: the note
-    #: said a number or the answer itself must come from one.
-    call_after_note: bool = False
     #: The messages again, for the requests to show without a copy each round
     #: (`messages` is handed out with the result, which may change it).
     sent: Conversation = field(default_factory=Conversation)
@@ -749,7 +746,6 @@ def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_rou
     if found is None or last_round:
         return False
     state.noted_answer = True
-    state.call_after_note = isinstance(found, Unsupported | Echo)
     state.add(Message("user", found.note))
     if state.tracing:
         state.emit(ev.AnswerChecked(round_, "noted", answer, found.note))
@@ -876,10 +872,6 @@ def _rounds(
             # The model's own reply said a tool should be called: the round after the
             # note asks for a call, which a grammar-constrained model then makes.
             choice = "required"
-        if state.call_after_note and tools and choice == "auto":
-            # The answer check's note asked for the calls that give the answer.
-            choice = "required"
-        state.call_after_note = False
         request = ModelRequest(
             window,
             tools,
