@@ -19,8 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tooluse.run._answercheck import contradiction
-from tooluse.run._numbercheck import unsupported
+from tooluse.run._answercheck import contradiction, echo
 
 
 def seen_in(trace: Path) -> tuple[str, list[str]]:
@@ -51,7 +50,7 @@ def scan(out: Path) -> dict[str, dict[str, Any]]:
         if not trace.is_file():
             continue
         answer, seen = seen_in(trace)
-        found = contradiction(answer, seen) or unsupported(answer, seen)
+        found = echo(answer, seen[0]) or contradiction(answer, seen)
         if found is None:
             continue
         by["notes"].append(row["entry_id"])

@@ -39,8 +39,6 @@ __all__ = [
     "Echo",
     "contradiction",
     "echo",
-    "number_pattern",
-    "number_value",
 ]
 
 #: How the note for a contradiction begins (a run's conversation shows whether it had one).
@@ -71,7 +69,7 @@ class Contradiction:
 
 
 # A number: optional sign, digits with thousands commas, decimals.
-number_pattern = re.compile(r"(?<![\w.,])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)")
+_NUMBER_RE = re.compile(r"(?<![\w.,])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)")
 _SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 #: Units two sides may share; names of the same unit read as one.
 _UNITS = {
@@ -193,14 +191,14 @@ def contradiction(answer: str, seen: Iterable[str]) -> Contradiction | None:
 def _numbers_in(texts: Iterable[str]) -> set[float]:
     known: set[float] = set()
     for text in texts:
-        for match in number_pattern.finditer(text):
-            value = number_value(match.group())
+        for match in _NUMBER_RE.finditer(text):
+            value = _value(match.group())
             if value is not None:
                 known.add(value)
     return known
 
 
-def number_value(text: str) -> float | None:
+def _value(text: str) -> float | None:
     try:
         return float(text.replace(",", "").replace("−", "-"))
     except ValueError:
@@ -212,7 +210,7 @@ def _in_sentence(sentence: str, known: set[float]) -> Contradiction | None:
         return None
     # Bold and code marks around words, not ``2**10``.
     body = _ANSWER_WORD.sub("", _MARKS.sub("", sentence))
-    for match in number_pattern.finditer(body):
+    for match in _NUMBER_RE.finditer(body):
         found = _verdict_at(body, match, known)
         if found is not None:
             return found
@@ -241,14 +239,14 @@ def _verdict_at(body: str, match: re.Match[str], known: set[float]) -> Contradic
     # Another number in the first side's clause makes it part of a bigger side (``3
     # nights at 30 EUR is …``), unless the verdict is said of it by ``which``
     # (``100 USD is 92 EUR, which is …``).
-    if not verdict.which and number_pattern.search(clause):
+    if not verdict.which and _NUMBER_RE.search(clause):
         return None
     stated, rest_at = verdict.stated, verdict.rest_at
     right = _second_side(after[rest_at:], known)
     if right is None:
         return None
     right_value, right_unit, claim_end = right
-    left_value = number_value(match.group())
+    left_value = _value(match.group())
     if left_value is None or not _same_kind(left_unit, right_unit):
         return None
     if left_unit is None and right_unit is not None and verdict.plural:
@@ -348,7 +346,7 @@ def _second_side(rest: str, known: set[float]) -> tuple[float, str | None, int] 
     """The second number, its unit and where the claim ends; None unless the side is
     a plain number (a few fillers before it, a unit and a noun or two after, then the
     clause's end)."""
-    first = number_pattern.search(rest)
+    first = _NUMBER_RE.search(rest)
     if first is None:
         return None
     lead = rest[: first.start()]
@@ -358,7 +356,7 @@ def _second_side(rest: str, known: set[float]) -> tuple[float, str | None, int] 
         return None
     if _touches(rest, *first.span()):
         return None
-    value = number_value(first.group())
+    value = _value(first.group())
     unit, after = _unit_after(rest, first.end(), symbol)
     if value is None or unit == "?":
         return None

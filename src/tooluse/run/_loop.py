@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,7 +44,6 @@ from ..policy._approval import ApprovalRequest
 from ..tools import Tool
 from ..tools._output import OutputTool
 from ._answercheck import NOTE_START, contradiction, echo
-from ._numbercheck import unsupported
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 
@@ -731,12 +729,7 @@ def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_rou
         for m in state.messages
         if m.role in ("user", "tool") and m.content and not m.content.startswith(NOTE_START)
     ]
-    made = Counter(call.name for call in state.calls)
-    found = (
-        echo(answer, task)
-        or contradiction(answer, seen)
-        or unsupported(answer, seen, counts=(len(state.calls), *made.values()))
-    )
+    found = echo(answer, task) or contradiction(answer, seen)
     if state.noted_answer:
         if state.tracing:
             outcome: ev.CheckOutcome = "corrected" if found is None else "kept"
