@@ -325,7 +325,7 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
             "--check-answers/--no-check-answers",
             help="Check the final answer against the run's results: an answer whose "
             "comparison its own numbers refute (92 EUR is not enough for 85 EUR), or that "
-            "states a number nothing in the run gives, gets one note and one more round "
+            "asks the task back as a question, gets one note and one more round "
             "(default: the model's own; on for the local 1.5B).",
         ),
     ] = None,

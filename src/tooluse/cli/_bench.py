@@ -118,8 +118,8 @@ CheckAnswersOption = Annotated[
     typer.Option(
         "--check-answers/--no-check-answers",
         help="Check each final answer against the run's results (Agent(check_answers=...)): "
-        "an answer whose comparison its own numbers refute, or that states a number nothing "
-        "in the run gives, gets one note and one more round "
+        "an answer whose comparison its own numbers refute, or that asks the task back as a "
+        "question, gets one note and one more round "
         "(default: the model's own, on for the local 1.5B). Rows name it beside the model.",
     ),
 ]

@@ -130,9 +130,8 @@ class Agent(Closing):
             reply (backends that support it); None leaves the backend's default.
         check_answers: check the model's final answer against the run's
             results: an answer whose comparison its own numbers refute (``92
-            EUR is not enough for the 85 EUR room``), or that states a number
-            neither the task, a result nor one step of arithmetic over them
-            gives, is sent one note a run saying so, and the model answers
+            EUR is not enough for the 85 EUR room``), or that asks the task
+            back as a question, is sent one note a run saying so, and the model answers
             again, in a round of `max_rounds` (see docs/models.md). Each check
             is told as an `AnswerChecked` event. None (the default) takes the
             model's own default,
