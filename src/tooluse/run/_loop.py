@@ -109,6 +109,22 @@ UNMADE_RETRY_NOTE = (
     "not made: nothing has run since the error. If the task still needs that call, make "
     "it now; otherwise give your answer again."
 )
+#: Sent, once a run, for an answer that hands the user one of the tools to run as a
+#: command (a line of a code block that starts with its name): small models explain
+#: how to do a task by hand instead of calling the tool that does it.
+HANDED_OVER_NOTE = (
+    "Note: your reply tells the user to run {name}, but {name} is one of your tools and "
+    "runs for real when you call it. If the task needs it, call it now; otherwise give "
+    "your answer again."
+)
+#: Sent, once a run, for an answer that says the model cannot act (execute commands,
+#: access the user's files or system) while no tool has run: small models trained
+#: as chat assistants say so even with tools in front of them.
+REFUSAL_NOTE = (
+    "Note: your reply says you cannot do this, but your tools run for real on the "
+    "user's behalf. If one of them does what was asked, call it now; otherwise give "
+    "your answer again."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +187,11 @@ class RunState:
     last_tokens: int = 0
     #: Tools loaded during the run (tool search), appended to a native tool list.
     extra_tools: Callable[[], Sequence[Tool]] | None = None
-    #: Whether the run has had `UNMADE_CALL_NOTE`.
+    #: Whether the run has had `UNMADE_CALL_NOTE` (or another note asking for a call),
+    #: and how many calls had run when it was sent: rounds ask for a call until one more
+    #: has run.
     noted_unmade_call: bool = False
+    calls_at_note: int = 0
     #: Whether the run has had the answer check's note.
     noted_answer: bool = False
     #: The messages again, for the requests to show without a copy each round
@@ -696,22 +715,34 @@ def _failure_note(state: RunState, outcomes: Sequence[Outcome], config: LoopConf
 def _unmade_call_note(
     state: RunState, answer: str, config: LoopConfig, *, last_round: bool
 ) -> str | None:
-    """A note for an answer that names a tool as if calling it, else None.
+    """A note for an answer that should have been a call, else None.
 
-    `UNMADE_CALL_NOTE` while no tool has run in the run; `UNMADE_RETRY_NOTE`
-    when the results the answer follows hold an error (the model wrote the
-    corrected call out instead of making it). Once a run, and never in the last
-    round, where the note would cost the run its answer.
+    `HANDED_OVER_NOTE` for an answer that gives the user a tool to run as a
+    command, at any point of the run. While no tool has run, or right after a
+    failed call: `REFUSAL_NOTE` for an answer that says the model cannot act on
+    the user's system. `UNMADE_CALL_NOTE` for one that names a tool as if
+    calling it while no tool has run; `UNMADE_RETRY_NOTE` when the results the
+    answer follows hold an error (the model wrote the corrected call out instead
+    of making it). Once a run, and never in the last round, where the note would
+    cost the run its answer.
     """
     if last_round or state.noted_unmade_call:
         return None
-    if not (state.calls or state.scripts):
+    names = sorted(config.tool_names)
+    for name in names:
+        if _hands_over(answer, name):
+            return HANDED_OVER_NOTE.format(name=name)
+    fresh = not (state.calls or state.scripts)
+    failed = not fresh and _follows_a_failed_call(state)
+    if (fresh or failed) and names and _REFUSAL.search(answer):
+        return REFUSAL_NOTE
+    if fresh:
         note = UNMADE_CALL_NOTE
-    elif _follows_a_failed_call(state):
+    elif failed:
         note = UNMADE_RETRY_NOTE
     else:
         return None
-    for name in sorted(config.tool_names):
+    for name in names:
         if _names_as_call(answer, name):
             return note.format(name=name)
     return None
@@ -753,6 +784,28 @@ def _follows_a_failed_call(state: RunState) -> bool:
             break
         results.append(message)
     return any(m.is_error for m in results)
+
+
+_FENCED = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+#: "I don't have the ability to execute commands on your computer", "as an AI language
+#: model, I cannot access your files": a claim about the model's own reach, not about
+#: what the tools can do.
+_REFUSAL = re.compile(
+    r"\bas an ai\b(?: language model)?"
+    r"|\b(?:do not|don't|don’t|cannot|can't|can’t|am unable to|'m unable to|am not able to)"
+    r"\s+(?:have\s+)?(?:the\s+)?(?:ability|capability|capabilities|access|permission)?"
+    r"\s*(?:to\s+)?(?:directly\s+)?"
+    r"(?:execute|run|access|interact|perform actions|create|modify|write|delete|move)"
+    r"\b[^.\n]{0,60}?"
+    r"\b(?:commands?|your (?:local )?(?:machine|computer|system|files?|device|terminal))",
+    re.IGNORECASE,
+)
+
+
+def _hands_over(text: str, name: str) -> bool:
+    """A line of a code block in `text` starts with `name` as a command: ``mkdir Projects``."""
+    line = re.compile(rf"^\s*(?:\$\s*)?{re.escape(name)}(?:[ \t]|$)", re.MULTILINE)
+    return any(line.search(block) for block in _FENCED.findall(text))
 
 
 def _names_as_call(text: str, name: str) -> bool:
@@ -861,7 +914,12 @@ def _rounds(
         choice = prepared.tool_choice
         if config.tool_choice is not None and not state.calls:
             choice = config.tool_choice
-        if state.noted_unmade_call and not state.calls and tools and choice == "auto":
+        if (
+            state.noted_unmade_call
+            and len(state.calls) == state.calls_at_note
+            and tools
+            and choice == "auto"
+        ):
             # The model's own reply said a tool should be called: the round after the
             # note asks for a call, which a grammar-constrained model then makes.
             choice = "required"
@@ -904,7 +962,7 @@ def _rounds(
                 state, action.text, config, last_round=round_ >= config.max_rounds
             )
             if note is not None:
-                state.noted_unmade_call = True
+                state.noted_unmade_call, state.calls_at_note = True, len(state.calls)
                 state.add(Message("user", note))
                 if state.tracing:
                     state.emit(ev.Feedback(round_, note))
