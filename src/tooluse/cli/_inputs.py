@@ -17,12 +17,14 @@ from rich.markup import escape
 
 from .._exceptions import UsageError
 from .._imports import import_target
-from ..run._trace import JsonlTrace
-from ..tools import Tool, Toolbox
 from ._extras import need
 
+# The runtime's modules are imported where a command uses them, so that a command
+# that needs none of them starts without loading them.
 if TYPE_CHECKING:
     from ..mcp import MCPClient
+    from ..run._trace import JsonlTrace
+    from ..tools import Toolbox
 
 __all__ = ["gather_tools", "load_attribute", "load_toolbox", "open_servers", "open_trace"]
 
@@ -35,6 +37,8 @@ def load_toolbox(target: str, *, given_as: str = "--tools") -> Toolbox:
     `given_as` is how the command takes it (``--tools``, or an argument such as
     ``TARGET``), so that an error names what the user typed.
     """
+    from ..tools import Tool, Toolbox
+
     value = load_attribute(target, given_as=given_as)
     if isinstance(value, Toolbox):
         return value
@@ -114,6 +118,8 @@ def gather_tools(
             f"{given_as} MODULE:ATTR" if given_as.startswith("-") else f"{given_as} as MODULE:ATTR"
         )
         raise UsageError(f"give the tools: {named}, --mcp CMD|URL, or both")
+    from ..tools import Toolbox
+
     local = load_toolbox(target, given_as=given_as) if target is not None else Toolbox()
     clients = open_servers(ctx, servers)
     if not clients:
@@ -126,6 +132,8 @@ def gather_tools(
 def open_trace(path: Path) -> JsonlTrace:
     # Opened here rather than by the agent so that a path that cannot be written
     # is refused before the run starts, as one line naming the path.
+    from ..run._trace import JsonlTrace
+
     try:
         return JsonlTrace(path)
     except OSError as exc:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from .._exceptions import UsageError
-from ..policy import Approval, ApprovalPolicy
 from ._extras import need
 from ._inputs import load_attribute
+
+if TYPE_CHECKING:
+    from ..policy import ApprovalPolicy
 
 mcp_app = typer.Typer(help="Serve toolboxes over the Model Context Protocol.", no_args_is_help=True)
 err = Console(stderr=True)
@@ -77,6 +79,8 @@ def serve_command(
 
 def server_policy(mode: str) -> ApprovalPolicy | None:
     """What ``--approve`` names, as the server's approval policy."""
+    from ..policy import Approval, ApprovalPolicy
+
     if mode == "none":
         return None
     if mode in ("ask", "ask-all"):

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from .._exceptions import UsageError
-from ..durable import approve, list_runs, show_run
 from ._extras import need
 
 runs_app = typer.Typer(
@@ -34,6 +33,8 @@ def list_command(
 ) -> None:
     """Show each run: its id, status, worker, answer or task."""
     need("durable", "tooluse runs")
+    from ..durable import list_runs  # loads only for the command that uses it
+
     for run in list_runs(db, status=status):
         said = run.answer if run.answer is not None else run.task
         print(f"{run.id}  {run.status}  {run.worker or '-'}  {said}")
@@ -46,6 +47,8 @@ def show_command(
 ) -> None:
     """Show a run: its status, its recorded steps, and the calls waiting for a decision."""
     need("durable", "tooluse runs")
+    from ..durable import show_run
+
     run = show_run(run_id, db)
     print(f"run {run.id}: {run.status} (worker {run.worker}, version {run.version})")
     print(f"task: {run.task}")
@@ -73,6 +76,8 @@ def approve_command(
 ) -> None:
     """Decide a call a durable run waits on; the run goes on in the worker that holds it."""
     need("durable", "tooluse runs")
+    from ..durable import approve
+
     approve(run_id, call_id, allow=allow, url=db)
     print(f"{'allowed' if allow else 'denied'}: {call_id} of run {run_id}")
 
