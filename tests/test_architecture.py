@@ -7,6 +7,7 @@ Every import counts wherever it stands: at the top, inside a function, or under
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -105,7 +106,11 @@ def imports_of(module: str) -> Iterator[Import]:
                     yield Import(module, source, alias.name, node.lineno)
 
 
-ALL_IMPORTS: list[Import] = [i for m in MODULES for i in imports_of(m)]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import of the package's modules (parsed when a test first asks, not at
+    collection, which each test worker does)."""
+    return [i for m in MODULES for i in imports_of(m)]
 
 
 def layer_of(unit: str) -> int:
@@ -124,7 +129,7 @@ def test_each_unit_imports_only_the_layers_below_it() -> None:
     wrong = [
         f"{i.importer}:{i.line} imports {i.target} ({unit_of(i.importer)} may not use "
         f"{unit_of(i.target)})"
-        for i in ALL_IMPORTS
+        for i in all_imports()
         if unit_of(i.importer) != unit_of(i.target)
         and layer_of(unit_of(i.target)) >= layer_of(unit_of(i.importer))
     ]
@@ -134,7 +139,7 @@ def test_each_unit_imports_only_the_layers_below_it() -> None:
 def _cycles() -> list[frozenset[str]]:
     """The strongly connected parts of the module graph that hold more than one module."""
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for i in ALL_IMPORTS:
+    for i in all_imports():
         if i.target != i.importer:
             graph[i.importer].add(i.target)
     index: dict[str, int] = {}
@@ -181,7 +186,7 @@ def test_no_module_import_cycles() -> None:
 def test_no_private_name_is_imported_from_another_unit() -> None:
     wrong = [
         f"{i.importer}:{i.line} imports {i.name} from {i.target}"
-        for i in ALL_IMPORTS
+        for i in all_imports()
         if i.name is not None
         and i.name.startswith("_")
         and unit_of(i.importer) != unit_of(i.target)
@@ -248,7 +253,7 @@ def test_every_package_and_module_the_page_names_exists() -> None:
 def test_the_checks_see_imports() -> None:
     # The checks above pass trivially if the reader finds nothing: it must find these,
     # a deferred import and one under TYPE_CHECKING among them.
-    found = {(i.importer, i.target) for i in ALL_IMPORTS}
+    found = {(i.importer, i.target) for i in all_imports()}
     assert ("tooluse.run._agent", "tooluse.run._stream") in found
     assert ("tooluse.eval._runner", "tooluse.eval._ray") in found  # inside a method
     assert ("tooluse._expect", "tooluse.tools") in found  # under TYPE_CHECKING
@@ -259,7 +264,7 @@ def test_the_checks_see_imports() -> None:
 def test_the_lowest_parts_import_only_the_exceptions(unit: str) -> None:
     wrong = sorted(
         f"{i.importer} imports {i.target}"
-        for i in ALL_IMPORTS
+        for i in all_imports()
         if unit_of(i.importer) == unit
         and unit_of(i.target) not in {unit, "_exceptions", *(("media",) if unit == "tools" else ())}
     )
