@@ -26,11 +26,12 @@ test: setup lint typecheck pytest
 
 # Everything but what decodes with a local model, drives npm's MCP servers or a
 # browser, starts Ray, or builds and benchmarks at length (markers set in
-# tests/conftest.py): under 3 minutes on 2 cores. Two workers per core: much of the
-# tier waits on processes it started (servers, sandboxes, the CLI), and a second worker
-# on each core runs meanwhile (on 2 cores, 3:52 with one worker per core, 3:24 with two).
+# tests/conftest.py). One worker more than the cores: much of the tier waits on
+# processes it started (servers, sandboxes, the CLI), and the extra worker runs
+# meanwhile; each worker also collects every module, so more cost more (on 2 cores,
+# quiet: 3:52 with 2 workers, 3:05 with 3, 3:12 with 4).
 FAST := not (model or npm or browser or ray or postgres or slow)
-WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-fast: setup bytecode
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal -m "$(FAST)"
 

@@ -90,6 +90,43 @@ def runs_a_bench(code: str, lang: str) -> bool:
     return shlex.split(code, comments=True)[:2] == ["tooluse", "bench"]
 
 
+def _deselected_whatever_else(markexpr: str, markers: set[str]) -> bool:
+    """Whether `-m markexpr` deselects every test carrying `markers`, whatever other
+    markers it has (tried with all of them off, then all on). The expression is pytest's
+    (names joined by and, or, not and parentheses); one that is not Python is not judged."""
+
+    class Names(dict[str, bool]):
+        def __init__(self, others: bool) -> None:
+            super().__init__()
+            self.others = others
+
+        def __missing__(self, name: str) -> bool:
+            return name in markers or self.others
+
+    try:
+        return not any(
+            eval(markexpr, {"__builtins__": {}}, Names(others))
+            for others in (False, True)
+        )
+    except Exception:
+        return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave uncollected a folder or file whose marker `-m` deselects anyway: every test
+    worker imports each module it collects, and these import Ray, llama.cpp and the like."""
+    markexpr = config.getoption("markexpr", "")
+    if not markexpr or not collection_path.is_relative_to(TESTS):
+        return None
+    where = collection_path.relative_to(TESTS).as_posix()
+    markers = {marker for path, marker in MARKS_BY_PATH.items() if where == path}
+    if where in SLOW:
+        markers.add("slow")
+    if markers and _deselected_whatever_else(markexpr, markers):
+        return True
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
