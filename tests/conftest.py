@@ -105,8 +105,7 @@ def _deselected_whatever_else(markexpr: str, markers: set[str]) -> bool:
 
     try:
         return not any(
-            eval(markexpr, {"__builtins__": {}}, Names(others))
-            for others in (False, True)
+            eval(markexpr, {"__builtins__": {}}, Names(others)) for others in (False, True)
         )
     except Exception:
         return False

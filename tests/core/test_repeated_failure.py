@@ -1,4 +1,5 @@
-"""The loop notices a call that keeps failing, and a script that printed nothing."""
+"""The loop notices a call that keeps failing, a script run again and again, and a
+script that printed nothing."""
 
 from __future__ import annotations
 
@@ -126,3 +127,53 @@ def test_a_denied_call_asked_again_is_not_a_failing_call() -> None:
     result = Agent(model, [send_money], approval=lambda request: False).run("Send 5 to X")
     assert result.status == "completed"
     assert [r.kind for r in result.rejected] == ["denied"] * 3
+
+
+def test_the_same_script_with_the_same_output_gets_a_note_then_stops_the_run() -> None:
+    # Its tool reports failure in its result, as many APIs do, so no call fails: only
+    # the script and its output repeat.
+    from tooluse import tool
+
+    @tool
+    def move(source: str, destination: str) -> dict[str, str]:
+        """Move a file.
+
+        Args:
+            source: the file's name
+            destination: the directory to move it into
+        """
+        return {"error": f"mv: cannot move '{source}': No such file or directory"}
+
+    script = "import tools\ntools.move('log.txt', 'archive')\n"
+    model = ScriptedModel(lambda messages: fenced(script))
+    agent = Agent(model, [move], convention="code", max_rounds=20, limits=Limits(script_timeout=20))
+    with agent:
+        result = agent.run("Move log.txt into archive.")
+    assert result.status == "cycle"
+    assert "the same script ran 5 times" in (result.error or "")
+    assert len(result.scripts) == 5
+    script_notes = [n for n in notes(result.messages) if "this script has now run" in n]
+    assert [n.split(" with")[0] for n in script_notes] == [
+        "Note: this script has now run 3 times",
+        "Note: this script has now run 4 times",
+    ]
+
+
+def test_a_script_run_again_whose_output_changes_is_no_cycle() -> None:
+    # The same code, a different result each time (the rate moved): not a loop.
+    rates = iter(range(100))
+    from tooluse import tool
+
+    @tool
+    def rate() -> int:
+        """Today's rate, as it is now."""
+        return next(rates)
+
+    script = "import tools\nprint(tools.rate())\n"
+    replies: list[dict[str, str] | str] = [fenced(script)] * 6
+    model = ScriptedModel([*replies, "Done."])
+    agent = Agent(model, [rate], convention="code", max_rounds=10, limits=Limits(script_timeout=20))
+    with agent:
+        result = agent.run("Watch the rate.")
+    assert result.status == "completed"
+    assert not any("this script has now run" in n for n in notes(result.messages))

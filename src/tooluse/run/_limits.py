@@ -22,9 +22,10 @@ class Limits:
         script_timeout: wall-clock seconds a script may run (code convention).
         max_concurrency: tool calls executing at once.
         max_calls_per_turn: calls in one reply beyond this are refused.
-        cycle_limit: identical call+result repeats, or turns a call failed
-            with the same arguments, that end the run with status ``cycle``
-            (None: never); the model is warned earlier.
+        cycle_limit: identical call+result repeats, runs of the same script
+            with the same output, or turns a call failed with the same
+            arguments, that end the run with status ``cycle`` (None: never);
+            the model is warned earlier.
         result_limit: a call's result whose text is longer than this many
             characters is kept by reference: the model sees a handle (``@r3``),
             the value's shape and a preview, and passes the handle as an argument

@@ -469,13 +469,15 @@ def _script_turn(
     )
     if state.tracing:
         state.emit(ev.ScriptEnd.of(record))
+    cycle = _script_cycle_note(state, effect.code, content, config)
     failing = _failure_note(state, ended, config)
     if state.status == "cycle":
         return False
-    if failing:
-        state.add(Message("user", failing))
+    notes = [note for note in (cycle, failing) if note]
+    if notes:
+        state.add(Message("user", "\n".join(notes)))
         if state.tracing:
-            state.emit(ev.Feedback(effect.round, failing))
+            state.emit(ev.Feedback(effect.round, "\n".join(notes)))
     return True
 
 
@@ -666,6 +668,31 @@ def _cycle_note(
         f"Note: {worst.name} has now returned the same result {worst_count} times for the "
         "same arguments. Calling it again will not change the result: use what you have "
         "or try something different."
+    )
+
+
+def _script_cycle_note(state: RunState, code: str, content: str, config: LoopConfig) -> str | None:
+    """Count runs of the same script with the same output, as `_cycle_note` counts calls.
+
+    Tools that report failure in their result rather than by raising (``{"error":
+    ...}``) leave the failure check nothing to see, and a small model can write one
+    script round after round. The same code giving the same output gets a note at
+    `cycle_note_at` runs and ends the run with status ``cycle`` at `cycle_limit`.
+    """
+    key = ("python", code.strip(), content)
+    count = state._repeats[key] = state._repeats.get(key, 0) + 1
+    if count < config.cycle_note_at:
+        return None
+    if config.cycle_limit is not None and count >= config.cycle_limit:
+        state.status = "cycle"
+        state.error = (
+            f"the same script ran {count} times and gave the same output each time; the run "
+            "was stopped"
+        )
+        return None
+    return (
+        f"Note: this script has now run {count} times with the same output. Running it "
+        "again will not change it: answer from what it gave, or write a different script."
     )
 
 
