@@ -154,6 +154,13 @@ class Lane:
     at once, where a lock released while holding the GIL wakes it only to wait for the
     GIL (about twice the cost). A call that outlasts the wait is handed on as a
     `Pending`, and the lane stays busy until the call ends.
+
+    Where it can (Linux), both handoffs happen on one CPU: while the caller waits, it
+    and the lane are held to the CPU the caller is on, so that neither wakes the other
+    across CPUs. On a 2-core virtual machine a pipe round trip between two threads took
+    69 µs across CPUs and 7 µs held to one. The tool itself runs with the lane's usual
+    CPUs (threads and processes it starts inherit those), and the caller's own are put
+    back as soon as the call ends or is handed on.
     """
 
     def __init__(self) -> None:
@@ -164,6 +171,7 @@ class Lane:
         self._job: Callable[[], Ended] | None = None
         self._outcome: Ended = (None, None)
         self._late: Pending | None = None
+        self._pinning = _Pinning.here()
         threading.Thread(target=self._serve, name="tooluse-tool-direct", daemon=True).start()
 
     def run(
@@ -172,14 +180,20 @@ class Lane:
         """How ``job`` ended if it ends within ``wait`` seconds, else ``later()`` awaiting it."""
         self.busy = True
         self._job = job
-        os.write(self._go_write, b"\0")
-        ended = [self._ended_read]
-        if not select.select(ended, [], [], wait)[0]:
-            with self._handover:
-                if not select.select(ended, [], [], 0)[0]:
-                    self._late = later()
-                    return self._late
-        os.read(self._ended_read, 1)
+        pinning = self._pinning
+        mine = pinning.hold() if pinning is not None else None
+        try:
+            os.write(self._go_write, b"\0")
+            ended = [self._ended_read]
+            if not select.select(ended, [], [], wait)[0]:
+                with self._handover:
+                    if not select.select(ended, [], [], 0)[0]:
+                        self._late = later()
+                        return self._late
+            os.read(self._ended_read, 1)
+        finally:
+            if mine is not None and pinning is not None:
+                pinning.release(mine)
         self.busy = False
         outcome, self._outcome = self._outcome, (None, None)
         return outcome
@@ -192,10 +206,17 @@ class Lane:
 
     def _serve(self) -> None:
         try:
+            pinning = self._pinning
+            if pinning is not None:
+                pinning.lane = threading.get_native_id()
             while os.read(self._go_read, 1):
                 job, self._job = self._job, None
                 assert job is not None
+                if pinning is not None:
+                    pinning.free_lane()
                 outcome = job()
+                if pinning is not None:
+                    pinning.hold_lane()
                 with self._handover:
                     late, self._late = self._late, None
                     if late is None:
@@ -207,3 +228,81 @@ class Lane:
         finally:
             for fd in (self._go_read, self._ended_read, self._ended_write):
                 os.close(fd)
+
+
+class _Pinning:
+    """The CPU a lane's handoffs happen on, and how the two threads are held to it.
+
+    The caller holds itself and the lane to the CPU it is on (`hold`) before it hands
+    a call over, and lets go (`release`) once the call ends or is handed on. The lane
+    runs the tool itself with its usual CPUs (`free_lane`), and holds itself to the
+    CPU again before it reports the end (`hold_lane`). Any failure to set a thread's
+    CPUs turns this off for good: the handoffs then go as the scheduler places them.
+    """
+
+    def __init__(self, getcpu: Callable[[], int], usual: set[int]) -> None:
+        self._getcpu = getcpu
+        self._usual = usual
+        self.lane: int | None = None  # the lane thread's id, once it has started
+        self._cpu: int | None = None  # the CPU the lane is held to, when it is held
+        self._on = True
+
+    @classmethod
+    def here(cls) -> _Pinning | None:
+        """Pinning for a lane made on this thread, or None where it cannot be done."""
+        if not hasattr(os, "sched_setaffinity"):
+            return None
+        try:
+            import ctypes
+
+            getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+            getcpu.restype, getcpu.argtypes = ctypes.c_int, []
+            usual = os.sched_getaffinity(0)
+        except (OSError, AttributeError):
+            return None
+        if len(usual) < 2:
+            return None
+        return cls(getcpu, usual)
+
+    def hold(self) -> set[int] | None:
+        """Hold the calling thread and the lane to the caller's CPU; the caller's CPUs
+        to put back, or None if nothing was held."""
+        if not self._on or self.lane is None:
+            return None
+        try:
+            cpu = self._getcpu()
+            mine = os.sched_getaffinity(0)
+            if cpu not in mine:
+                return None
+            if cpu != self._cpu:
+                os.sched_setaffinity(self.lane, {cpu})
+                self._cpu = cpu
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            self._on = False
+            return None
+        return mine
+
+    def release(self, mine: set[int]) -> None:
+        """Give the calling thread back the CPUs `hold` returned."""
+        try:
+            os.sched_setaffinity(0, mine)
+        except OSError:
+            self._on = False
+
+    def free_lane(self) -> None:
+        """On the lane: its usual CPUs, for the tool it is about to run."""
+        if self._cpu is not None:
+            try:
+                os.sched_setaffinity(0, self._usual)
+            except OSError:
+                self._on = False
+
+    def hold_lane(self) -> None:
+        """On the lane: held to its CPU again, for the next handoff."""
+        cpu = self._cpu
+        if cpu is not None and self._on:
+            try:
+                os.sched_setaffinity(0, {cpu})
+            except OSError:
+                self._on = False
