@@ -29,7 +29,8 @@ test: setup lint typecheck pytest
 # tests/conftest.py). One worker more than the cores: much of the tier waits on
 # processes it started (servers, sandboxes, the CLI), and the extra worker runs
 # meanwhile; each worker also collects every module, so more cost more (on 2 cores,
-# quiet: 3:52 with 2 workers, 3:05 with 3, 3:12 with 4).
+# quiet: 3:52 with 2 workers, 3:05 with 3, 3:12 with 4; with 3 and nothing collected
+# that -m leaves out, 2:52 and 2:56).
 FAST := not (model or npm or browser or ray or postgres or slow)
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-fast: setup bytecode
