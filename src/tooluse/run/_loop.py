@@ -655,19 +655,17 @@ def _cycle_note(
         count = state._repeats[key] = state._repeats.get(key, 0) + 1
         if count > worst_count:
             worst, worst_count = record, count
-    if worst is None or worst_count < config.cycle_note_at:
+    if worst is None:
         return None
-    if config.cycle_limit is not None and worst_count >= config.cycle_limit:
-        state.status = "cycle"
-        state.error = (
-            f"{worst.name} was called {worst_count} times with the same arguments and "
-            "returned the same result each time; the run was stopped"
-        )
-        return None
-    return (
-        f"Note: {worst.name} has now returned the same result {worst_count} times for the "
-        "same arguments. Calling it again will not change the result: use what you have "
-        "or try something different."
+    return _repeated(
+        state,
+        worst_count,
+        config,
+        stopped=f"{worst.name} was called {worst_count} times with the same arguments and "
+        "returned the same result each time; the run was stopped",
+        note=f"Note: {worst.name} has now returned the same result {worst_count} times for "
+        "the same arguments. Calling it again will not change the result: use what you "
+        "have or try something different.",
     )
 
 
@@ -676,24 +674,32 @@ def _script_cycle_note(state: RunState, code: str, content: str, config: LoopCon
 
     Tools that report failure in their result rather than by raising (``{"error":
     ...}``) leave the failure check nothing to see, and a small model can write one
-    script round after round. The same code giving the same output gets a note at
-    `cycle_note_at` runs and ends the run with status ``cycle`` at `cycle_limit`.
+    script round after round.
     """
     key = ("python", code.strip(), content)
     count = state._repeats[key] = state._repeats.get(key, 0) + 1
+    return _repeated(
+        state,
+        count,
+        config,
+        stopped=f"the same script ran {count} times and gave the same output each time; "
+        "the run was stopped",
+        note=f"Note: this script has now run {count} times with the same output. Running "
+        "it again will not change it: answer from what it gave, or write a different script.",
+    )
+
+
+def _repeated(
+    state: RunState, count: int, config: LoopConfig, *, stopped: str, note: str
+) -> str | None:
+    """What `count` identical repeats come to: nothing below `cycle_note_at`, the end of
+    the run (status ``cycle``, `stopped` its error) from `cycle_limit`, else `note`."""
     if count < config.cycle_note_at:
         return None
     if config.cycle_limit is not None and count >= config.cycle_limit:
-        state.status = "cycle"
-        state.error = (
-            f"the same script ran {count} times and gave the same output each time; the run "
-            "was stopped"
-        )
+        state.status, state.error = "cycle", stopped
         return None
-    return (
-        f"Note: this script has now run {count} times with the same output. Running it "
-        "again will not change it: answer from what it gave, or write a different script."
-    )
+    return note
 
 
 def _failure_note(state: RunState, outcomes: Sequence[Outcome], config: LoopConfig) -> str | None:
