@@ -26,6 +26,7 @@ from ...context import ContextStore
 from ...context._window import ContextPolicy
 from ...models import ScriptedModel
 from ...tools import Tool
+from ._buffer import BufferSimConfig
 
 __all__ = ["ExperimentConfig", "ExperimentResult", "render_results", "run_experiment"]
 
@@ -39,15 +40,16 @@ _FILLER = [
 
 @dataclass(frozen=True, slots=True)
 class ExperimentConfig:
+    # The workload is the simulation's by default, so that the two stay comparable.
     budget: int = 12_000
     turns: int = 300
-    alpha: float = 0.9
-    reuse_fraction: float = 0.45
-    signal_accuracy: float = 0.85
-    item_tokens: float = 400.0
-    item_sigma: float = 0.6
+    alpha: float = BufferSimConfig.alpha
+    reuse_fraction: float = BufferSimConfig.reuse_fraction
+    signal_accuracy: float = BufferSimConfig.signal_accuracy
+    item_tokens: float = BufferSimConfig.item_tokens
+    item_sigma: float = BufferSimConfig.item_sigma
     trials: int = 5
-    seed: int = 20_260_726
+    seed: int = BufferSimConfig.seed
     agent_trigger: float = 0.85  # the agent makes room before the harness would
 
 
