@@ -19,6 +19,7 @@ __all__ = [
     "arguments_text",
     "openai_messages",
     "parse_openai_message",
+    "wire_call",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -166,6 +167,17 @@ def arguments_text(raw: object) -> str:
     return json.dumps(raw, ensure_ascii=False)
 
 
+def wire_call(call_id: object, name: object, arguments: object, *, fallback_id: str) -> ToolCall:
+    """A call as a server sent its fields, none of them trusted: a missing id is
+    `fallback_id` (every tool message must answer some id), a name that is not text
+    is empty, and the arguments are text (`arguments_text`)."""
+    return ToolCall(
+        call_id if isinstance(call_id, str) and call_id else fallback_id,
+        name if isinstance(name, str) else "",
+        arguments_text(arguments),
+    )
+
+
 def parse_openai_message(
     message: Mapping[str, Any], *, call_id_prefix: str = "call"
 ) -> tuple[str | None, list[ToolCall], list[str]]:
@@ -203,15 +215,12 @@ def parse_openai_message(
         if type(function) is not dict and not isinstance(function, Mapping):
             problems.append(f"tool call #{index + 1} has no 'function' object")
             continue
-        call_id = raw.get("id")
-        if not isinstance(call_id, str) or not call_id:
-            call_id = f"{call_id_prefix}_{index + 1}"
-        name = function.get("name")
         calls.append(
-            ToolCall(
-                call_id,
-                name if isinstance(name, str) else "",
-                arguments_text(function.get("arguments")),
+            wire_call(
+                raw.get("id"),
+                function.get("name"),
+                function.get("arguments"),
+                fallback_id=f"{call_id_prefix}_{index + 1}",
             )
         )
     return text, calls, problems

@@ -35,13 +35,12 @@ from typing import Any
 import anthropic
 
 from .._exceptions import (
-    ModelError,
     ModelRateLimitError,
     ModelResponseError,
     ModelServerError,
     UsageError,
 )
-from .._messages import Message, ToolCall, Usage, arguments_text
+from .._messages import Message, ToolCall, Usage, wire_call
 from ..media import Image, recall
 from ..tools._render import to_anthropic
 from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
@@ -52,9 +51,6 @@ from ._retry import (
     reply_text,
     retry_after_seconds,
     server_message,
-    status_failure,
-    timed_out,
-    unreachable,
 )
 from ._vendor import VendorModel, _StreamFault
 
@@ -88,6 +84,10 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
     _keyless = "a gateway that needs none"
     _timeout_hint = "long replies may need a larger timeout=..."
     _sdk_error = anthropic.AnthropicError
+    _sdk_timeout = anthropic.APITimeoutError
+    _sdk_unreachable = anthropic.APIConnectionError
+    _sdk_status = anthropic.APIStatusError
+    _not_found_hint = "check the model name and base_url"
 
     def __init__(
         self,
@@ -190,16 +190,12 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
                 if isinstance(text, str):
                     texts.append(text)
             elif kind == "tool_use":
-                call_id = block.get("id")
-                if not isinstance(call_id, str) or not call_id:
-                    # Every tool message must answer some id.
-                    call_id = f"toolu_{self._responses}_{index}"
-                name = block.get("name")
                 calls.append(
-                    ToolCall(
-                        id=call_id,
-                        name=name if isinstance(name, str) else "",
-                        arguments=arguments_text(block.get("input")),
+                    wire_call(
+                        block.get("id"),
+                        block.get("name"),
+                        block.get("input"),
+                        fallback_id=f"toolu_{self._responses}_{index}",
                     )
                 )
         content = "".join(texts) if texts else None
@@ -233,20 +229,23 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
     def _reader(self, names: Mapping[str, str], on_delta: DeltaSink) -> _EventReader:
         return _EventReader(names, on_delta)
 
-    # --- failures and retries ---------------------------------------------------------
+    # --- failures ---------------------------------------------------------------------
 
-    def _failure(self, exc: anthropic.AnthropicError) -> Failure:
+    def _status_failure(self, exc: anthropic.APIStatusError) -> Failure:
         server = self.base_url
-        if isinstance(exc, anthropic.APITimeoutError):
-            return timed_out(server, self.timeout, self._timeout_hint)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return unreachable(server, exc)
-        if isinstance(exc, anthropic.APIStatusError) and exc.status_code == 200:
+        if exc.status_code == 200:
             # An ``error`` event in a stream: the SDK raises it with the stream's own status.
             return _event_failure(exc, server)
-        if isinstance(exc, anthropic.APIStatusError):
-            return _status_failure(exc, server)
-        return Failure(ModelError, f"the anthropic client failed: {exc}")
+        if exc.status_code == 529:
+            # Anthropic's own status for overload: retried like any 5xx, but with its own advice.
+            said = reply_text(exc.body, exc.response.content)
+            return Failure(
+                ModelServerError,
+                f"{server} is overloaded (HTTP 529: {said})",
+                "try again later, or raise max_retries",
+                retry_after=retry_after_seconds(exc.response.headers),
+            )
+        return super()._status_failure(exc)
 
 
 # --- streaming ------------------------------------------------------------------------
@@ -489,24 +488,4 @@ def _usage(raw: object) -> Usage | None:
         input_tokens=sum(counted),
         output_tokens=output if isinstance(output, int) else 0,
         source="provider",
-    )
-
-
-def _status_failure(exc: anthropic.APIStatusError, server: str) -> Failure:
-    said = reply_text(exc.body, exc.response.content)
-    # Anthropic's own status for overload: retried like any 5xx, but with its own advice.
-    if exc.status_code == 529:
-        return Failure(
-            ModelServerError,
-            f"{server} is overloaded (HTTP 529: {said})",
-            "try again later, or raise max_retries",
-            retry_after=retry_after_seconds(exc.response.headers),
-        )
-    return status_failure(
-        server,
-        exc.status_code,
-        said,
-        exc.response.headers,
-        key_var="ANTHROPIC_API_KEY",
-        not_found_hint="check the model name and base_url",
     )

@@ -13,21 +13,12 @@ from typing import Any
 
 import openai
 
-from .._exceptions import ModelError, ModelResponseError
+from .._exceptions import ModelResponseError
 from .._messages import Usage, openai_messages, parse_openai_message
 from ..media import Image, recall, render
 from ..tools._render import to_openai
 from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
-from ._retry import (
-    Failure,
-    excerpt,
-    reply_object,
-    reply_text,
-    server_message,
-    status_failure,
-    timed_out,
-    unreachable,
-)
+from ._retry import Failure, excerpt, reply_object, server_message
 from ._vendor import VendorModel, _StreamFault
 
 __all__ = ["OpenAIChat"]
@@ -66,6 +57,10 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
     _keyless = "a local server"
     _timeout_hint = "slow local models may need a larger timeout=..."
     _sdk_error = openai.OpenAIError
+    _sdk_timeout = openai.APITimeoutError
+    _sdk_unreachable = openai.APIConnectionError
+    _sdk_status = openai.APIStatusError
+    _not_found_hint = "check the model name, and base_url (it usually ends in /v1)"
 
     def __init__(
         self,
@@ -202,25 +197,6 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
 
     def _reader(self, names: Mapping[str, str], on_delta: DeltaSink) -> _ChunkReader:
         return _ChunkReader(names, on_delta)
-
-    # --- failures and retries ---------------------------------------------------------
-
-    def _failure(self, exc: openai.OpenAIError) -> Failure:
-        server = self.base_url
-        if isinstance(exc, openai.APITimeoutError):
-            return timed_out(server, self.timeout, self._timeout_hint)
-        if isinstance(exc, openai.APIConnectionError):
-            return unreachable(server, exc)
-        if isinstance(exc, openai.APIStatusError):
-            return status_failure(
-                server,
-                exc.status_code,
-                reply_text(exc.body, exc.response.content),
-                exc.response.headers,
-                key_var=self._key_var,
-                not_found_hint="check the model name, and base_url (it usually ends in /v1)",
-            )
-        return Failure(ModelError, f"the openai client failed: {exc}")
 
 
 def with_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

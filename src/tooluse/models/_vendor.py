@@ -3,12 +3,14 @@
 Each backend (`OpenAIChat`, `AnthropicChat`) says only what its wire format
 is: the request body (`_params`), how one is sent (`_post`) and its reply
 checked and read (`_checked`, `_response`), how a stream is opened and its
-events assembled (`_events`, `_reader`), and what its SDK's exceptions mean
-(`_failure`). The rest is here, once: the key and the client, the closed
-state, retries, and the rule for a stream that breaks. Before any piece was
-passed on, a break is judged as a failed request is, and retried if that is
-retryable; after, it is raised at once as `ModelResponseError`, saying how far
-the stream got, since what was passed on cannot be taken back.
+events assembled (`_events`, `_reader`), and which of its SDK's exceptions
+means what (`_sdk_timeout`, `_sdk_unreachable`, `_sdk_status`; and
+`_status_failure` for a status its API gives a meaning of its own). The rest
+is here, once: the key and the client, the closed state, what a failure
+amounts to, retries, and the rule for a stream that breaks. Before any piece
+was passed on, a break is judged as a failed request is, and retried if that
+is retryable; after, it is raised at once as `ModelResponseError`, saying how
+far the stream got, since what was passed on cannot be taken back.
 """
 
 from __future__ import annotations
@@ -27,12 +29,22 @@ except ImportError:  # pragma: no cover - older SDKs
 from .._exceptions import (
     ModelBadRequestError,
     ModelConnectionError,
+    ModelError,
     ModelResponseError,
     UsageError,
 )
 from .._messages import ToolCall, Usage
 from ._base import Delta, DeltaSink, Model, ModelRequest, ModelResponse, own_names, wire_names
-from ._retry import Failure, RetryPolicy, resolve_key, timed_out, with_retries
+from ._retry import (
+    Failure,
+    RetryPolicy,
+    reply_text,
+    resolve_key,
+    status_failure,
+    timed_out,
+    unreachable,
+    with_retries,
+)
 
 __all__ = ["StreamReader", "VendorModel", "_StreamFault"]
 
@@ -90,8 +102,14 @@ class VendorModel(Model, Generic[ClientT]):
     _keyless: ClassVar[str]
     #: The advice when a request runs past the timeout.
     _timeout_hint: ClassVar[str]
-    #: The base class of the SDK's exceptions; `_failure` judges them.
+    #: The SDK's exceptions, which `_failure` judges: the base class of them all, and
+    #: those for a request past the timeout, a server not reached and an error status.
     _sdk_error: ClassVar[type[Exception]]
+    _sdk_timeout: ClassVar[type[Exception]]
+    _sdk_unreachable: ClassVar[type[Exception]]
+    _sdk_status: ClassVar[type[Exception]]
+    #: The advice when the server answers 404.
+    _not_found_hint: ClassVar[str]
 
     def __init__(
         self,
@@ -290,6 +308,29 @@ class VendorModel(Model, Generic[ClientT]):
             raw=data,
         )
 
+    def _failure(self, exc: Exception) -> Failure:
+        """What an exception of the SDK (`_sdk_error`) amounts to."""
+        # The timeout first: both SDKs make it a kind of connection error.
+        if isinstance(exc, self._sdk_timeout):
+            return timed_out(self.base_url, self.timeout, self._timeout_hint)
+        if isinstance(exc, self._sdk_unreachable):
+            return unreachable(self.base_url, exc)
+        if isinstance(exc, self._sdk_status):
+            return self._status_failure(exc)
+        return Failure(ModelError, f"the {self._vendor} client failed: {exc}")
+
+    def _status_failure(self, exc: Any) -> Failure:
+        """What an error status (`_sdk_status`) amounts to; a backend whose API gives
+        some status a meaning of its own says so first."""
+        return status_failure(
+            self.base_url,
+            exc.status_code,
+            reply_text(exc.body, exc.response.content),
+            exc.response.headers,
+            key_var=self._key_var,
+            not_found_hint=self._not_found_hint,
+        )
+
     def _policy(self) -> RetryPolicy:
         return RetryPolicy(self.max_retries, self.backoff, self.max_backoff)
 
@@ -354,7 +395,3 @@ class VendorModel(Model, Generic[ClientT]):
     @abstractmethod
     def _reader(self, names: Mapping[str, str], on_delta: DeltaSink) -> StreamReader:
         """A reader for one stream; `names` maps wire names back to the tools' own."""
-
-    @abstractmethod
-    def _failure(self, exc: Any) -> Failure:
-        """What an exception of the SDK (`_sdk_error`) amounts to."""
