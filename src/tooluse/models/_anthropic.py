@@ -52,7 +52,7 @@ from ._retry import (
     retry_after_seconds,
     server_message,
 )
-from ._vendor import VendorModel, _StreamFault
+from ._vendor import VendorModel, _StreamFault, how_far
 
 __all__ = ["AnthropicChat", "anthropic_messages"]
 
@@ -326,11 +326,8 @@ class _EventReader:
             if self._stop is None:
                 size = sum(len(p) for p in self._json.get(index, ()))
                 name = self._blocks[index].get("name")
-                return (
-                    f"after {self.events} events, in the arguments of a call to {name} "
-                    f"({size} characters received)"
-                )
-        return f"after {self.events} events"
+                return how_far(f"{self.events} events", str(name), size)
+        return how_far(f"{self.events} events")
 
     def body(self, model: str) -> dict[str, Any]:
         content = []

@@ -19,7 +19,7 @@ from ..media import Image, recall, render
 from ..tools._render import to_openai
 from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import Failure, excerpt, reply_object, server_message
-from ._vendor import VendorModel, _StreamFault
+from ._vendor import VendorModel, _StreamFault, how_far
 
 __all__ = ["OpenAIChat"]
 
@@ -356,11 +356,8 @@ class _ChunkReader:
             last = open_calls[-1]
             name = self._names.get(last["name"], last["name"])
             size = sum(len(a) for a in last["arguments"])
-            return (
-                f"after {self.chunks} chunks, in the arguments of a call to {name} "
-                f"({size} characters received)"
-            )
-        return f"after {self.chunks} chunks"
+            return how_far(f"{self.chunks} chunks", name, size)
+        return how_far(f"{self.chunks} chunks")
 
     def body(self, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {

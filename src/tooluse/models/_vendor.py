@@ -46,7 +46,7 @@ from ._retry import (
     with_retries,
 )
 
-__all__ = ["StreamReader", "VendorModel", "_StreamFault"]
+__all__ = ["StreamReader", "VendorModel", "_StreamFault", "how_far"]
 
 
 class Client(Protocol):
@@ -75,6 +75,14 @@ class StreamReader(Protocol):
     def body(self, model: str) -> Mapping[str, Any]:
         """The reply body, as the unstreamed request would have answered it."""
         ...
+
+
+def how_far(received: str, call: str | None = None, size: int = 0) -> str:
+    """`StreamReader.where`'s words: after what was `received` (``12 chunks``), and in the
+    arguments of a call to `call` (`size` characters of them) if some were arriving."""
+    if call is None:
+        return f"after {received}"
+    return f"after {received}, in the arguments of a call to {call} ({size} characters received)"
 
 
 class _StreamFault(Exception):
