@@ -188,7 +188,7 @@ class Lane:
         mine = pinning.hold() if pinning is not None else None
         try:
             os.write(self._go_write, b"\0")
-            if not self._ended.acquire(timeout=wait):
+            if not self._ended.acquire(True, wait):
                 with self._handover:
                     if not self._ended.acquire(blocking=False):
                         self._late = later()

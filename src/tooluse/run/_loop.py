@@ -415,11 +415,12 @@ def _calls_turn(
     earlier: Sequence[Outcome] = (),
 ) -> Generator[Effect, Any, bool]:
     """Run a turn's calls (those not in ``earlier``); False if the run stops here."""
-    done = {o.id: o for o in earlier}
+    done = {o.id: o for o in earlier} if earlier else {}
     todo = [c for c in calls if c.id not in done] if done else list(calls)
     reply: list[Outcome | ApprovalRequest] = yield RunCalls(todo, round_)
     ended, pending = _split(reply)
-    done.update((o.id, o) for o in ended)
+    for outcome in ended:
+        done[outcome.id] = outcome
     if pending:
         _record_outcomes(state, ended)
         paused = PausedTurn(
@@ -655,8 +656,8 @@ def _cycle_note(
         count = state._repeats[key] = state._repeats.get(key, 0) + 1
         if count > worst_count:
             worst, worst_count = record, count
-    if worst is None:
-        return None
+    if worst is None or worst_count < config.cycle_note_at:
+        return None  # as most turns are: the note's words are not even put together
     return _repeated(
         state,
         worst_count,
