@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args
 
 from ._messages import Usage
@@ -539,6 +539,12 @@ class ScriptOutput(Event):
         return cls(str(d["id"]), str(d["line"]), t=t)
 
 
+def _record_fields(script: ScriptRecord | ScriptEnd) -> dict[str, Any]:
+    """The fields a `ScriptEnd` shares with its `ScriptRecord`: all but ``replayed``,
+    which the event holds as call ids."""
+    return {f.name: getattr(script, f.name) for f in fields(ScriptRecord) if f.name != "replayed"}
+
+
 @dataclass(frozen=True, slots=True)
 class ScriptEnd(Event):
     """A script ended, as its `ScriptRecord` says; `replayed` holds call ids.
@@ -572,34 +578,14 @@ class ScriptEnd(Event):
             return None
         if self._record is not None:
             return self._record
-        return ScriptRecord(
-            self.id,
-            self.code,
-            self.status,
-            self.stdout,
-            self.error,
-            self.round,
-            self.calls,
-            self.truncated,
-            self.duration_s,
-            self.repairs,
-        )
+        return ScriptRecord(**_record_fields(self))
 
     @classmethod
     def of(cls, record: ScriptRecord) -> ScriptEnd:
         """The event of a script that ended as `record` says."""
         return cls(
-            record.id,
-            record.code,
-            record.status,
-            record.stdout,
-            record.error,
-            record.round,
-            record.calls,
-            record.truncated,
-            record.duration_s,
-            record.repairs,
-            tuple(c.id for c in record.replayed),
+            **_record_fields(record),
+            replayed=tuple(c.id for c in record.replayed),
             _record=record,
         )
 
