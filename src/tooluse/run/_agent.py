@@ -1298,19 +1298,20 @@ class _Run:
                     else state.paused.provenance
                 ),
             )
-        self.emit(
-            ev.RunEnd(
-                result.status,
-                result.answer,
-                result.error,
-                result.rounds,
-                len(result.calls),
-                len(result.rejected),
-                result.usage.to_dict(),
-                result.duration_s,
-                tuple(s.to_dict() for s in result.untrusted_in_answer),
+        if state.tracing:  # else nobody listens: the event, and its usage per round, go unmade
+            self.emit(
+                ev.RunEnd(
+                    result.status,
+                    result.answer,
+                    result.error,
+                    result.rounds,
+                    len(result.calls),
+                    len(result.rejected),
+                    result.usage.to_dict(),
+                    result.duration_s,
+                    tuple(s.to_dict() for s in result.untrusted_in_answer),
+                )
             )
-        )
         result.sink_errors = self.sink_errors
         if self.writer is not None:
             self.writer.close()
