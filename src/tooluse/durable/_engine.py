@@ -298,6 +298,10 @@ class Engine:
             "application_version": self.version,
             "executor_id": self.durable.worker,
             "log_level": "ERROR",
+            # DBOS's listener thread sleeps this long between looks, and its shutdown
+            # waits for the sleep to end: at its default of 1 s, every durable agent's
+            # close took a second. Idle, a look costs nothing (no waiter, no query).
+            "notification_listener_polling_interval_sec": 0.1,
             # A Postgres that is down is said within seconds, not after a minute of retries.
             "db_engine_kwargs": _engine_kwargs(self.durable.url),
         }
