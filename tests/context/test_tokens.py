@@ -8,7 +8,6 @@ import sys
 import textwrap
 
 import pytest
-from bpe_openai import get_encoding
 
 from tooluse._tokens import count_tokens
 
@@ -30,6 +29,10 @@ TEXTS = [
 
 @pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
 def test_counts_are_the_encodings_own(text: str) -> None:
+    # Imported here: the package decodes every vocabulary it ships on import (about a
+    # second), which each test worker would otherwise pay while collecting.
+    from bpe_openai import get_encoding
+
     encoding = get_encoding("o200k_base")
     # The encoder's own length for text over its one-call limit is counted a piece at a time.
     pieces = [text[i : i + 100_000] for i in range(0, len(text), 100_000)]

@@ -7,24 +7,24 @@ correctly and answers with the result.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic_ai import Agent
-from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from typing import TYPE_CHECKING, Any
 
 from examples.seed_tools import toolbox
 from tooluse.mcp import ToolServer
 
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
+
 
 async def test_a_pydantic_ai_agent_uses_our_tools_and_reads_our_errors() -> None:
+    # Imported here: pydantic-ai takes over a second to import, which each test worker
+    # would otherwise pay while collecting.
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
     events: list[dict[str, Any]] = []
     seen: dict[str, Any] = {}
 
