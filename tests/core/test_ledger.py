@@ -92,9 +92,11 @@ def test_a_script_that_succeeded_is_not_replayed(agents: list[Agent], cart: Cart
 
 def test_separate_runs_of_one_agent_share_nothing(agents: list[Agent], cart: Cart) -> None:
     failing = "print(tools.add(item='x'))\nraise RuntimeError('half-way')"
-    agent = code_agent(
-        agents, cart, [fenced(failing), {"content": "gave up"}, fenced(failing), {"content": "no"}]
-    )
+    # Each run answers twice: the answer after a script that failed past a call's
+    # result gets a note (FAILED_SCRIPT_NOTE), and the one after the note ends the run.
+    first_run = [fenced(failing), {"content": "gave up"}, {"content": "gave up"}]
+    second_run = [fenced(failing), {"content": "no"}, {"content": "no"}]
+    agent = code_agent(agents, cart, [*first_run, *second_run])
     first, second = agent.run("add x"), agent.run("add x again")
     assert [first.scripts[0].status, second.scripts[0].status] == ["error", "error"]
     assert cart.added == ["x", "x"]

@@ -122,7 +122,7 @@ def test_a_json_run_gives_agent_chat_and_tool_spans(receiver: OtlpReceiver) -> N
 def test_calls_inside_a_script_are_children_of_the_script_span(receiver: OtlpReceiver) -> None:
     script = (
         "import tools\n"
-        "for city in ['Paris', 'Oslo']:\n"
+        "for city in ['Paris', 'London']:\n"
         "    print(tools.get_current_weather(location=city))\n"
     )
     replies = [{"content": f"```python\n{script}```"}, {"content": "Done."}]

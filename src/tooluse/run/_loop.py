@@ -126,6 +126,16 @@ REFUSAL_NOTE = (
     "your answer again."
 )
 
+#: Sent, once a run, for an answer right after a script that stopped with an error
+#: when some of its calls had returned: a small model writes a whole script before it
+#: sees any result (looking up an identifier it made up after listing the real ones),
+#: then answers with the failure although the values it needed were printed.
+FAILED_SCRIPT_NOTE = (
+    "Note: your script stopped with an error, so it did not do the whole task. Write it "
+    "again and run it, using the values your tools returned above in place of any you "
+    "assumed. If the error means the task cannot be done, give your answer again."
+)
+
 
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
@@ -757,8 +767,9 @@ def _unmade_call_note(
     the user's system. `UNMADE_CALL_NOTE` for one that names a tool as if
     calling it while no tool has run; `UNMADE_RETRY_NOTE` when the results the
     answer follows hold an error (the model wrote the corrected call out instead
-    of making it). Once a run, and never in the last round, where the note would
-    cost the run its answer.
+    of making it); `FAILED_SCRIPT_NOTE` when the answer follows a script that
+    raised after at least one of its calls had returned. Once a run, and never in
+    the last round, where the note would cost the run its answer.
     """
     if last_round or state.noted_unmade_call:
         return None
@@ -779,7 +790,21 @@ def _unmade_call_note(
     for name in names:
         if _names_as_call(answer, name):
             return note.format(name=name)
+    if failed and _follows_a_script_that_got_results(state):
+        return FAILED_SCRIPT_NOTE
     return None
+
+
+def _follows_a_script_that_got_results(state: RunState) -> bool:
+    """Whether the last reply follows a script that raised after a call of it returned."""
+    before = state.messages[-2] if len(state.messages) >= 2 else None
+    if before is None or before.role != "tool" or not state.scripts:
+        return False
+    script = state.scripts[-1]
+    if before.tool_call_id != script.id or script.status != "error":
+        return False
+    prefix = f"{script.id}."
+    return any(c.ok for c in state.calls if c.id.startswith(prefix))
 
 
 def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_round: bool) -> bool:
