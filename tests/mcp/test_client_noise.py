@@ -52,7 +52,7 @@ def calls(name, *ids, **arguments):
     return {"tool_calls": [{"id": i, "type": "function", "function": function} for i in ids]}
 
 
-with MCPClient.stdio([sys.executable, ODD, "stall"], timeout=2) as client:
+with MCPClient.stdio([sys.executable, ODD, "stall"], timeout=1) as client:
     replies = [calls("stall", "a"), calls("stall", "b", pad="x" * 300_000), {"content": "done"}]
     with Agent(ScriptedModel(replies), client.toolbox()) as agent:
         result = agent.run("task")
@@ -81,7 +81,7 @@ def test_calls_that_time_out_leave_nothing_on_stderr_when_the_run_ends(tmp_path:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "completed|stall timed out after 2 s|stall timed out after 2 s",
+        "completed|stall timed out after 1 s|stall timed out after 1 s",
         *["completed|hang timed out after 0.5 s|hang timed out after 0.5 s"] * 3,
     ]
     assert proc.stderr == ""

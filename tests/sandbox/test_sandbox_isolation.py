@@ -321,7 +321,7 @@ FORGE_FINISHED = (
 
 async def test_a_script_cannot_declare_itself_finished(sandbox: Sandbox) -> None:
     script = FORGE_FINISHED + "while True:\n    time.sleep(1)\n"
-    result = await sandbox.execute(script, timeout=2)
+    result = await sandbox.execute(script, timeout=1)
     # The run ends when the script does: here, at the wall clock, and nothing is left.
     assert (result.status, result.limit) == ("timeout", "wall_clock")
 
