@@ -224,18 +224,19 @@ TIGHT = SandboxLimits(
 )
 
 
-@pytest.fixture(params=["required", "auto", "none"])
+@pytest.fixture(params=["required", "none"])
 def tight(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """CPU and memory hold without isolation too ("none": no namespaces, the same
-    supervisor of the script's processes)."""
+    supervisor of the script's processes). The default mode is "required"'s sandbox here
+    (see the `sandbox` fixture)."""
     with Sandbox(isolation=request.param, limits=TIGHT) as sb:
         yield sb
 
 
-@pytest.fixture(params=["required", "auto"])
-def tight_isolated(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+@pytest.fixture
+def tight_isolated() -> Iterator[Sandbox]:
     """The script's own mounts exist only with isolation."""
-    with Sandbox(isolation=request.param, limits=TIGHT) as sb:
+    with Sandbox(isolation="required", limits=TIGHT) as sb:
         yield sb
 
 
