@@ -30,8 +30,8 @@ test: setup lint typecheck pytest
 # processes it started (servers, sandboxes, the CLI), and the extra worker runs
 # meanwhile; each worker also collects every module, so more cost more (on 2 cores,
 # quiet: 3:52 with 2 workers, 3:05 with 3, 3:12 with 4; with 3 and nothing collected
-# that -m leaves out, 2:52 and 2:56; with the sandbox's attacks run once and pytest's
-# rewrite cache kept, 2:49 with 3 and 3:02 with 4).
+# that -m leaves out, 2:52 and 2:56; with pytest's rewrite cache kept, 3:02 with 4;
+# with the sandbox's attacks run once too, 2:49 with 3).
 FAST := not (model or npm or browser or ray or postgres or slow)
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-fast: setup bytecode
