@@ -36,9 +36,7 @@ and return their results; you cannot know a result without calling one. Reply wi
 ```python block that calls the functions you need and prints their results, such as \
 `print({example}(...))`. Do not define functions and do not type in results. You then see \
 what the script printed. A failed call raises `{module}.ToolError`; for many independent \
-calls use `{module}.parallel(fn, [kwargs, ...])`. If the answer adds up or compares the \
-results of several calls, do that in the script too (with `sum(...)`, say) and print the \
-outcome. {finish}
+calls use `{module}.parallel(fn, [kwargs, ...])`. {finish}
 
 ```python
 # {module}.py
