@@ -275,3 +275,33 @@ def test_run_check_answers_shows_the_note_and_ends_with_the_answer_after_it(
     )
     assert "answer check: corrected" in proc.stderr
     assert "completed · 3 rounds" in proc.stderr
+
+
+def test_a_start_builds_only_the_command_it_runs_and_help_stays_whole() -> None:
+    import typer
+
+    from tooluse.cli._app import _only, app
+
+    def names(argv: list[str]) -> dict[str, object]:
+        group = typer.main.get_group(_only(app, argv))
+        return {name: sorted(getattr(sub, "commands", {})) for name, sub in group.commands.items()}
+
+    assert names(["bench", "tasks", "--model", "oracle"]) == {"bench": ["tasks"]}
+    assert names(["run", "x"]) == {"run": []}
+    whole = names([])
+    assert {"run", "chat", "bench", "tools", "mcp", "runs"} <= set(whole)
+    assert names(["--help"]) == whole and names(["runn"]) == whole
+    # A group named without a command of its own lists all of its commands.
+    assert names(["bench"])["bench"] == whole["bench"]
+    assert names(["bench", "taskz"])["bench"] == whole["bench"]
+
+
+def test_a_mistyped_command_is_still_suggested_at_either_level() -> None:
+    top = tooluse("runn", "x")
+    assert top.returncode == 2
+    assert "No such command 'runn'. Did you mean 'run', 'runs'?" in top.stderr
+    sub = tooluse("bench", "taskz")
+    assert sub.returncode == 2 and "No such command 'taskz'. Did you mean 'tasks'?" in sub.stderr
+    listed = tooluse("bench", "--help")
+    assert listed.returncode == 0
+    assert all(name in listed.stdout for name in ("bfcl", "fanout", "chain", "tasks"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -12,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.models import TyperInfo
 
 from .._exceptions import ToolUseError
 from ..models._registry import DEFAULT_LOCAL_TEXT
@@ -276,12 +278,44 @@ def _hide_flag_types(command: Any, parent: typer.Context | None = None) -> None:
         _hide_flag_types(sub, ctx)
 
 
+def _only(group: typer.Typer, argv: list[str]) -> typer.Typer:
+    """``group`` with only the command that ``argv`` names, where it names one.
+
+    typer turns every command's signature into click parameters before it runs any:
+    a start would build all of them (some 30 ms) to run one. Help for a whole
+    group, and a name that is no command, get that group whole, so that its listing
+    and its "no such command" error are unchanged.
+    """
+    name = argv[0] if argv else ""
+    commands = [
+        info
+        for info in group.registered_commands
+        if (info.name or getattr(info.callback, "__name__", "")) == name
+    ]
+    groups = [_only_in(info, argv[1:]) for info in group.registered_groups if info.name == name]
+    if not commands and not groups:
+        return group
+    pruned = copy.copy(group)
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned
+
+
+def _only_in(info: TyperInfo, argv: list[str]) -> TyperInfo:
+    """A command group's entry, its group pruned to what ``argv`` names (see `_only`)."""
+    if not isinstance(info.typer_instance, typer.Typer):
+        return info
+    pruned = copy.copy(info)
+    pruned.typer_instance = _only(info.typer_instance, argv)
+    return pruned
+
+
 def main() -> None:
     """Entry point: library errors become one clear line and exit code 2.
 
     Set TOOLUSE_DEBUG=1 to see the traceback instead.
     """
-    command = typer.main.get_command(app)
+    command = typer.main.get_group(_only(app, sys.argv[1:2]))
     _hide_flag_types(command)
     plain_help(command)
     try:
