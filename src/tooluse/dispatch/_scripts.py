@@ -47,7 +47,7 @@ from ..sandbox import DirectCall, ExecResult, ProxySpec, Sandbox, ToolReply
 from ..tools import Tool, Toolbox
 from ._dispatch import DirectRun, Dispatcher, Ledger
 
-__all__ = ["ScriptRun", "ScriptRunner", "arun_script", "run_script"]
+__all__ = ["ScriptRun", "ScriptRunner", "arun_script", "outside_a_loop", "run_script"]
 
 
 @dataclass(slots=True)
@@ -386,6 +386,15 @@ def _replayed(
     return None
 
 
+def outside_a_loop(method: str, instead: str) -> None:
+    """Refuse a blocking call made inside a running event loop, saying what to use."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError(f"{method} was called inside a running event loop; {instead}")
+
+
 def run_script(
     sandbox: Sandbox,
     script: str,
@@ -401,12 +410,7 @@ def run_script(
     `RunContext` is given ``deps`` there, on the host: the script never sees them. Not
     callable inside an event loop: await `arun_script` there.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise UsageError("run_script() was called inside a running event loop; await arun_script()")
+    outside_a_loop("run_script()", "await arun_script()")
     box = tools if isinstance(tools, Toolbox) else Toolbox(tools)
     dispatcher = Dispatcher(box, deps=deps)
     # An async tool given up on is left behind on the loop: run_script returns at its timeout.

@@ -37,7 +37,7 @@ from ..context._window import ContextPolicy, ContextWindow
 from ..conventions import Convention, get_convention
 from ..dispatch._dispatch import Dispatcher
 from ..dispatch._handles import Handles
-from ..dispatch._scripts import ScriptRunner
+from ..dispatch._scripts import ScriptRunner, outside_a_loop
 from ..models import CallDelta, Delta, Model, ToolChoice
 from ..policy._approval import (
     Approval,
@@ -83,15 +83,6 @@ if TYPE_CHECKING:
 __all__ = ["Agent"]
 
 _Out = TypeVar("_Out")
-
-
-def _outside_a_loop(method: str, instead: str) -> None:
-    """Refuse a blocking call made inside a running event loop, saying what to use."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise UsageError(f"{method} was called inside a running event loop; {instead}")
 
 
 class Agent(Closing):
@@ -412,7 +403,7 @@ class Agent(Closing):
         its recorded result, as a workflow id does in DBOS. `expect` and `deps`
         are not recorded: a run recovered by another process runs without them.
         """
-        _outside_a_loop("Agent.run()", "await Agent.arun()")
+        outside_a_loop("Agent.run()", "await Agent.arun()")
         if self._engine is not None:
             with PrivateLoop() as loop:
                 return loop.run(
@@ -510,7 +501,7 @@ class Agent(Closing):
         result); Ctrl-C ends the events with a ``done`` whose result has status
         ``cancelled``, as `run` returns one.
         """
-        _outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
+        outside_a_loop("Agent.stream_sync()", "use Agent.stream()")
         run = self._open(task, expect, deps=deps, output=output_type)
         return SyncRunStream(self._stream(run, history))
 
@@ -542,7 +533,7 @@ class Agent(Closing):
         resumed already: the pause is written to the agent's `ApprovalStore`
         before anything runs, so each approval is used once.
         """
-        _outside_a_loop("Agent.resume()", "await Agent.aresume()")
+        outside_a_loop("Agent.resume()", "await Agent.aresume()")
         return self._blocking(self._reopen(result, decisions, expect, deps, output_type))
 
     async def aresume(
@@ -585,7 +576,7 @@ class Agent(Closing):
         output_type: Any = None,
     ) -> SyncRunStream:
         """`resume_stream` for code without an event loop, as `stream_sync` is to `stream`."""
-        _outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
+        outside_a_loop("Agent.resume_stream_sync()", "use Agent.resume_stream()")
         run = self._reopen(result, decisions, expect, deps, output_type)
         return SyncRunStream(self._stream(run))
 
