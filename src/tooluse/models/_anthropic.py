@@ -115,9 +115,9 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
             max_retries=max_retries,
             backoff=backoff,
             max_backoff=max_backoff,
+            vision=vision,
         )
         self.max_tokens = max_tokens
-        self.vision = vision
 
     # --- the request ------------------------------------------------------------------
 

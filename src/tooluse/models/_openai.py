@@ -87,9 +87,9 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
             max_retries=max_retries,
             backoff=backoff,
             max_backoff=max_backoff,
+            vision=vision,
         )
         self.strict_tools = strict_tools
-        self.vision = vision
         self.extra_body = dict(extra_body) if extra_body else {}
 
     # --- the request ------------------------------------------------------------------

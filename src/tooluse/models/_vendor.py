@@ -131,6 +131,7 @@ class VendorModel(Model, Generic[ClientT]):
         max_retries: int,
         backoff: float,
         max_backoff: float,
+        vision: bool,
     ) -> None:
         if max_retries < 0:
             raise UsageError(f"max_retries must be 0 or more, not {max_retries}")
@@ -158,7 +159,7 @@ class VendorModel(Model, Generic[ClientT]):
         self._responses = 0
         self._closed = False
         #: Whether the model can see: images of tool results are sent as image content.
-        self.vision = False
+        self.vision = vision
 
     @property
     def client(self) -> ClientT:
