@@ -118,6 +118,16 @@ def system_text(given: str | None, prompt: str) -> str:
     return f"{given}\n\n{prompt}" if given else prompt
 
 
+def example_and_finish(tools: Toolbox, finish: str, output_finish: str) -> tuple[str, str]:
+    """What a prompt for written code shows: the function its example calls, and how a run
+    ends: `finish`, or with an output type `output_finish` (with ``{name}``)."""
+    output = output_of(tools)
+    # The example calls a tool that looks something up, never the output tool.
+    ending = output.name if output is not None else None
+    example = next((s.function for s in tools.stub_signatures() if s.tool != ending), "tool")
+    return example, finish if output is None else output_finish.format(name=output.name)
+
+
 def written_reply(prompt: str, tools: Toolbox, output_note: str) -> Prepared:
     """What a convention whose replies are written code asks for: no native tools.
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ..models import ModelResponse
 from ..tools import Toolbox
-from ..tools._output import output_of
 from ._base import (
     Answer,
     Convention,
@@ -21,6 +20,7 @@ from ._base import (
     Prepared,
     Retry,
     Script,
+    example_and_finish,
     system_text,
     written_reply,
 )
@@ -168,11 +168,7 @@ class CodeConvention(Convention):
     def prompt(self, tools: Toolbox) -> str:
         # A small model copies the shape of an example more readily than it
         # follows a rule, so the example calls one of the real functions.
-        output = output_of(tools)
-        # The example calls a tool that looks something up, never the output tool.
-        ending = output.name if output is not None else None
-        example = next((s.function for s in tools.stub_signatures() if s.tool != ending), "tool")
-        finish = FINISH if output is None else OUTPUT_FINISH.format(name=output.name)
+        example, finish = example_and_finish(tools, FINISH, OUTPUT_FINISH)
         return PROMPT.format(
             module=self.module,
             stubs=tools.stub_module(module=self.module),

@@ -36,7 +36,6 @@ from .._records import names_handle
 from .._syntax import dotted
 from ..models import ModelResponse
 from ..tools import StubSignature, Tool, Toolbox
-from ..tools._output import output_of
 from ..tools._validate import ArgumentChecker, ArgumentsError
 from ._base import (
     Answer,
@@ -45,6 +44,7 @@ from ._base import (
     Plan,
     Prepared,
     Retry,
+    example_and_finish,
     system_text,
     written_reply,
 )
@@ -523,11 +523,7 @@ class PlanConvention(Convention):
         self._tools: PerRun[Toolbox] = PerRun("the plan convention")
 
     def prompt(self, tools: Toolbox) -> str:
-        output = output_of(tools)
-        # The example calls a tool that looks something up, never the output tool.
-        ending = output.name if output is not None else None
-        example = next((s.function for s in tools.stub_signatures() if s.tool != ending), "tool")
-        finish = FINISH if output is None else OUTPUT_FINISH.format(name=output.name)
+        example, finish = example_and_finish(tools, FINISH, OUTPUT_FINISH)
         return PROMPT.format(stubs=tools.stub_module(), example=example, finish=finish)
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
