@@ -93,13 +93,9 @@ class ScriptedModel(Model):
         return _to_response(item, self.name, index=len(self.requests))
 
     async def respond_stream(self, request: ModelRequest, on_delta: DeltaSink) -> ModelResponse:
-        response = await self.respond(request)
         if self.chunk is None:  # the whole reply at once, as a backend that cannot stream
-            if response.content:
-                on_delta(TextDelta(response.content))
-            for index, call in enumerate(response.tool_calls):
-                on_delta(CallDelta(index, call.id, call.name, call.arguments))
-            return response
+            return await super().respond_stream(request, on_delta)
+        response = await self.respond(request)
         for piece in _pieces(response.content or "", self.chunk):
             on_delta(TextDelta(piece))
             await asyncio.sleep(0)
