@@ -148,6 +148,22 @@ def fts_query(text: str) -> str | None:
     return _match_any(words) if words else None
 
 
+def rarest_within(costed: Iterable[tuple[int, str]], budget: int) -> list[str]:
+    """The words of `costed` (each with the rows it matches), rarest first, as many as
+    match about `budget` rows in all: the rarest always. A word that matches nothing
+    is left out: it costs nothing, and finds nothing."""
+    kept: list[str] = []
+    total = 0
+    for rows, word in sorted(costed):
+        if rows == 0:
+            continue
+        if kept and total + rows > budget:
+            break
+        kept.append(word)
+        total += rows
+    return kept
+
+
 def _words(text: str) -> list[str]:
     seen: dict[str, None] = {}
     for word in _WORD.findall(text):
@@ -206,14 +222,7 @@ class _Planner:
             rows = min((freq.get(t, 0) for t in toks), default=0)
             if rows > 0:
                 costed.setdefault(toks, (rows, word))
-        kept: list[str] = []
-        total = 0
-        for rows, word in sorted(costed.values()):
-            if kept and total + rows > budget:
-                break
-            kept.append(word)
-            total += rows
-        return kept
+        return rarest_within(costed.values(), budget)
 
     def _tokenize(self, conn: sqlite3.Connection, words: list[str]) -> dict[str, tuple[str, ...]]:
         missing = [word for word in words if word not in self._tokens]

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..context._store import fts_query
+from ..context._store import fts_query, rarest_within
 from ..tools import Tool, Toolbox
 
 __all__ = ["SearchHit", "ToolIndex", "tool_fingerprint"]
@@ -211,20 +211,8 @@ class ToolIndex:
         db.execute("DELETE FROM temp.query_words")
         db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(words))
         stems: dict[int, str] = dict(db.execute("SELECT doc, term FROM temp.query_tokens"))
-        costed = sorted(
-            (self._doc_freq.get(stems.get(i, ""), 0), word) for i, word in enumerate(words)
-        )
-        budget = max(self.max_rows, len(self._names) // 10)
-        kept: list[str] = []
-        total = 0
-        for rows, word in costed:
-            if rows == 0:
-                continue  # matches nothing: no cost, no use
-            if kept and total + rows > budget:
-                break
-            kept.append(word)
-            total += rows
-        return kept
+        costed = ((self._doc_freq.get(stems.get(i, ""), 0), word) for i, word in enumerate(words))
+        return rarest_within(costed, max(self.max_rows, len(self._names) // 10))
 
     def names(self) -> Sequence[str]:
         return tuple(self._names)
