@@ -114,13 +114,7 @@ def calls_grammar(
         return f"{item} ({sep} {item})*" if parallel else item
 
     python = PythonRules()
-    pycalls = python_calls(
-        python,
-        [
-            (t.name, normalize_schema(t.parameters, max_string_length=max_string_length).schema)
-            for t in tools
-        ],
-    )
+    pycalls = _python_calls(python, tools, max_string_length)
     lines = [
         "start: calls | ANSWER" if allow_answer else "start: calls",
         "calls: tagged | fenced | bare" + (" | python" if pycalls else ""),
@@ -193,18 +187,26 @@ def python_calls_grammar(
     python = PythonRules()
     if not tools or not all(python.can_call(t.name, t.parameters) for t in tools):
         return None
-    pycalls = python_calls(
+    pycalls = _python_calls(python, tools, max_string_length)
+    some = f"pycall ({_NEXT_ARG} pycall)*" if parallel else "pycall"
+    lines = ["start: python | ANSWER", f'python: "[" {some} "]"', f"pycall: {pycalls}"]
+    lines += python.rules
+    lines.append(_ANSWER)
+    return Grammar("\n".join(lines) + "\n")
+
+
+def _python_calls(
+    python: PythonRules, tools: Sequence[GrammarTool], max_string_length: int | None
+) -> str | None:
+    """The alternative over every tool of `tools` callable in Python syntax, its arguments
+    as its normalized schema says; None if none is."""
+    return python_calls(
         python,
         [
             (t.name, normalize_schema(t.parameters, max_string_length=max_string_length).schema)
             for t in tools
         ],
     )
-    some = f"pycall ({_NEXT_ARG} pycall)*" if parallel else "pycall"
-    lines = ["start: python | ANSWER", f'python: "[" {some} "]"', f"pycall: {pycalls}"]
-    lines += python.rules
-    lines.append(_ANSWER)
-    return Grammar("\n".join(lines) + "\n")
 
 
 def _calls_schema(
