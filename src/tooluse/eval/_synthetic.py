@@ -121,6 +121,14 @@ def _record(catalog: _Catalog, sku: str, chars: int) -> dict[str, Any]:
     return record
 
 
+def _sku(catalog: _Catalog, sku: str) -> str:
+    """The catalog's key for `sku` as a model wrote it; `KeyError` if it names no product."""
+    key = sku.strip().upper()
+    if key not in catalog.stock:
+        raise KeyError(f"no product with SKU {sku!r}")
+    return key
+
+
 def _fanout_tools(catalog: _Catalog, record_chars: int = 0) -> Toolbox:
     def list_products(category: str) -> list[str]:
         """List the SKU of every product in a category.
@@ -138,10 +146,7 @@ def _fanout_tools(catalog: _Catalog, record_chars: int = 0) -> Toolbox:
         Args:
             sku: the product's SKU, e.g. 'GAR-1F2A'
         """
-        key = sku.strip().upper()
-        if key not in catalog.stock:
-            raise KeyError(f"no product with SKU {sku!r}")
-        return catalog.stock[key]
+        return catalog.stock[_sku(catalog, sku)]
 
     def get_stock_record(sku: str) -> dict[str, Any]:
         """Return a product's stock record: its units in stock ('stock') and its movements.
@@ -149,10 +154,7 @@ def _fanout_tools(catalog: _Catalog, record_chars: int = 0) -> Toolbox:
         Args:
             sku: the product's SKU, e.g. 'GAR-1F2A'
         """
-        key = sku.strip().upper()
-        if key not in catalog.stock:
-            raise KeyError(f"no product with SKU {sku!r}")
-        return _record(catalog, key, record_chars)
+        return _record(catalog, _sku(catalog, sku), record_chars)
 
     if record_chars:
         # Large per-item results (data by reference): named get_stock like the plain one.
