@@ -49,11 +49,17 @@ out = Console()
 err = Console(stderr=True)
 
 
-_MCP_HELP = (
-    "An MCP server whose tools to add: a command to run (stdio) or an http(s) URL "
-    "(Streamable HTTP). Repeat for several; tools whose names clash get the server's "
-    "name in front."
-)
+ToolsOption = Annotated[str | None, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")]
+McpOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        help="An MCP server whose tools to add: a command to run (stdio) or an http(s) URL "
+        "(Streamable HTTP). Repeat for several; tools whose names clash get the server's "
+        "name in front.",
+    ),
+]
+BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
 
 
 class Format(StrEnum):
@@ -63,21 +69,23 @@ class Format(StrEnum):
     stubs = "stubs"
 
 
-_APPROVE_HELP = (
-    "Before calls run: none (run every valid call), ask (ask here before each call to a "
-    "tool with side effects), ask-all (before every call) or provenance (ask only when "
-    "an argument of such a call came from untrusted tool results)."
-)
+ApproveOption = Annotated[
+    str,
+    typer.Option(
+        "--approve",
+        help="Before calls run: none (run every valid call), ask (ask here before each call "
+        "to a tool with side effects), ask-all (before every call) or provenance (ask only "
+        "when an argument of such a call came from untrusted tool results).",
+    ),
+]
 
 
 @app.command()
 def run(  # noqa: PLR0917 - typer maps parameters to options
     ctx: typer.Context,
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")
-    ] = None,
-    mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
+    tools: ToolsOption = None,
+    mcp: McpOption = None,
     model: Annotated[
         str,
         typer.Option(
@@ -114,14 +122,12 @@ def run(  # noqa: PLR0917 - typer maps parameters to options
     trace: Annotated[
         Path | None, typer.Option(help="Append JSON Lines trace events to this file.")
     ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
-    ] = None,
+    base_url: BaseUrlOption = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole RunResult as JSON.")
     ] = False,
-    approve: Annotated[str, typer.Option("--approve", help=_APPROVE_HELP)] = "none",
+    approve: ApproveOption = "none",
     scope: Annotated[
         str | None,
         typer.Option(
@@ -183,10 +189,8 @@ CHAT_STORE = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "s
 @app.command()
 def chat(  # noqa: PLR0917 - typer maps parameters to options
     ctx: typer.Context,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="Toolbox to use, as MODULE:ATTR.")
-    ] = None,
-    mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
+    tools: ToolsOption = None,
+    mcp: McpOption = None,
     model: Annotated[
         str, typer.Option("--model", help="As for run: local, openai:MODEL, scripted:FILE …")
     ] = "local",
@@ -195,10 +199,8 @@ def chat(  # noqa: PLR0917 - typer maps parameters to options
     ] = "json",
     max_rounds: Annotated[int, typer.Option(min=1, help="Model requests per turn at most.")] = 10,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
-    ] = None,
-    approve: Annotated[str, typer.Option("--approve", help=_APPROVE_HELP)] = "none",
+    base_url: BaseUrlOption = None,
+    approve: ApproveOption = "none",
     store: Annotated[
         Path, typer.Option(help="The SQLite file conversations are kept in.")
     ] = CHAT_STORE,
@@ -245,7 +247,7 @@ def tools_show(
     fmt: Annotated[
         Format, typer.Option("--format", help="Which rendering to print.")
     ] = Format.openai,
-    mcp: Annotated[list[str] | None, typer.Option("--mcp", help=_MCP_HELP)] = None,
+    mcp: McpOption = None,
 ) -> None:
     """Print a toolbox, or an MCP server's tools, the way a model sees it."""
     from ._inputs import gather_tools
