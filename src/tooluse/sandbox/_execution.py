@@ -31,7 +31,7 @@ from ._types import (
 )
 from ._wire import json_encoder
 
-__all__ = ["Execution"]
+__all__ = ["Execution", "memory_file"]
 
 # After asking the server to kill a script, how long to wait for its pipes to close before
 # declaring the sandbox broken.
@@ -571,8 +571,13 @@ def _is_call_id(value: object) -> bool:
 
 def _job_file(job: dict[str, object]) -> int:
     """A memory file holding ``job`` as JSON, positioned at its start."""
-    fd = os.memfd_create("tooluse-job", os.MFD_CLOEXEC)
-    view = memoryview(_encode(job).encode())
+    return memory_file("tooluse-job", _encode(job).encode(), os.MFD_CLOEXEC)
+
+
+def memory_file(name: str, data: bytes, flags: int = 0) -> int:
+    """A memory file (``memfd_create`` with `flags`) holding `data`, positioned at its start."""
+    fd = os.memfd_create(name, flags)
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)

@@ -21,7 +21,7 @@ from typing import Literal, TypeAlias
 
 from .._exceptions import UsageError
 from ._exceptions import SandboxError, SandboxUnavailable, SandboxWarning
-from ._execution import Execution
+from ._execution import Execution, memory_file
 from ._limits import SandboxLimits
 from ._seccomp import build_filter
 from ._spawner import popen
@@ -314,7 +314,7 @@ class Sandbox:
         try:
             runtime = []
             for name in _RUNTIME_FILES:
-                memfds.append(_memfd(f"tooluse{name[:-3]}", (_HERE / name).read_bytes()))
+                memfds.append(memory_file(f"tooluse{name[:-3]}", (_HERE / name).read_bytes()))
                 runtime += ["--ro-bind-data", str(memfds[-1]), f"{_RUNTIME_IN_SANDBOX}/{name}"]
             ctl, ctl_remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             pass_fds = [ctl_remote.fileno(), *memfds]
@@ -335,7 +335,7 @@ class Sandbox:
             ]
             seccomp_fd = None
             if seccomp is not None:
-                seccomp_fd = _memfd("tooluse-seccomp", seccomp)
+                seccomp_fd = memory_file("tooluse-seccomp", seccomp)
                 memfds.append(seccomp_fd)
                 pass_fds.append(seccomp_fd)
                 argv += ["--seccomp", str(seccomp_fd)]
@@ -596,15 +596,6 @@ def _system_binds() -> list[str]:
         if os.path.exists(path):
             args += ["--ro-bind", os.path.realpath(path), path]
     return args
-
-
-def _memfd(name: str, data: bytes) -> int:
-    fd = os.memfd_create(name, 0)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
 
 
 def _under(path: str, roots: Sequence[str]) -> bool:
