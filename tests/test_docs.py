@@ -47,6 +47,11 @@ ENV = {
     "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
     "NO_COLOR": "1",
 }
+#: How long a documented command may run before it counts as hung: a bound on a hang,
+#: not a speed figure. The bench commands decode whole suites with the local model; on a
+#: slow two-core machine `tooluse bench multimodal --model local --conventions code` took
+#: more than nine minutes, close to the ten this bound was.
+HUNG_AFTER_S = 1800
 
 # Commands that cannot run offline in a test, by a piece of their text.
 SKIPS = {
@@ -253,7 +258,7 @@ def test_python_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
         env=ENV,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HUNG_AFTER_S,
         check=False,
     )
     assert proc.returncode == 0, (
@@ -292,6 +297,12 @@ def test_shell_command_runs(command: Snippet, tmp_path: Path) -> None:
     if argv[0] == "python":
         argv[0] = sys.executable
     proc = subprocess.run(
-        argv, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600, check=False
+        argv,
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=HUNG_AFTER_S,
+        check=False,
     )
     assert proc.returncode == 0, f"{command.where} `{shown(command)}` fails:\n{proc.stderr}"
