@@ -248,19 +248,24 @@ def in_docs_terms(output: str, snippet: Snippet, script: Path) -> str:
     )
 
 
-@pytest.mark.parametrize("snippet", PYTHON, ids=[s.where for s in PYTHON])
-def test_python_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
-    script = tmp_path / "snippet.py"
-    script.write_text(with_checked_comments(snippet))
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
+def run_in(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run a documented snippet or command in `folder`, as a reader would, output captured."""
+    return subprocess.run(
+        argv,
+        cwd=folder,
         env=ENV,
         capture_output=True,
         text=True,
         timeout=HUNG_AFTER_S,
         check=False,
     )
+
+
+@pytest.mark.parametrize("snippet", PYTHON, ids=[s.where for s in PYTHON])
+def test_python_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
+    script = tmp_path / "snippet.py"
+    script.write_text(with_checked_comments(snippet))
+    proc = run_in(tmp_path, [sys.executable, str(script)])
     assert proc.returncode == 0, (
         f"the snippet at {snippet.where} fails:\n{in_docs_terms(proc.stderr, snippet, script)}"
     )
@@ -296,13 +301,5 @@ def test_shell_command_runs(command: Snippet, tmp_path: Path) -> None:
     argv = shlex.split(command.code, comments=True)
     if argv[0] == "python":
         argv[0] = sys.executable
-    proc = subprocess.run(
-        argv,
-        cwd=tmp_path,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=HUNG_AFTER_S,
-        check=False,
-    )
+    proc = run_in(tmp_path, argv)
     assert proc.returncode == 0, f"{command.where} `{shown(command)}` fails:\n{proc.stderr}"
