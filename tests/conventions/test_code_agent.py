@@ -88,6 +88,21 @@ def test_syntax_errors_are_fed_back_without_running(agents: list[Agent]) -> None
     assert len(result.scripts) == 1 and result.messages[5].content == "Tokyo"
 
 
+def test_a_shell_style_line_is_sent_back_and_the_python_call_runs(agents: list[Agent]) -> None:
+    result = run(
+        agents,
+        [
+            fenced("lookup_capital Japan"),
+            fenced("import tools\nprint(tools.lookup_capital('Japan'))"),
+            {"content": "Tokyo"},
+        ],
+    )
+    assert result.status == "completed"
+    assert "is written as a shell command" in (result.messages[3].content or "")
+    assert [c.name for c in result.calls] == ["lookup_capital"]
+    assert len(result.scripts) == 1 and result.answer == "Tokyo"
+
+
 def test_retried_script_does_not_repeat_side_effects(agents: list[Agent]) -> None:
     sent: list[str] = []
 

@@ -81,6 +81,44 @@ def test_a_real_syntax_error_goes_back_with_line_and_column() -> None:
 
 
 @pytest.mark.parametrize(
+    ("code", "line", "call"),
+    [
+        ("lookup_capital Japan", 1, "lookup_capital(country=...)"),
+        ("lookup_capital -c 'Japan'", 1, "lookup_capital(country=...)"),  # parses, then fails
+        ("import tools\ncalculator /e 2+2\nprint(1)", 2, "calculator(expression=...)"),
+        ("for c in ['Japan']:\n    lookup_capital ./countries", 2, "lookup_capital(country=...)"),
+    ],
+)
+def test_a_tool_run_as_a_shell_command_is_sent_back_unrun(code: str, line: int, call: str) -> None:
+    convention = CodeConvention()
+    convention.prepare(seed_tools, None)
+    action = convention.interpret(ModelResponse(content=f"```python\n{code}\n```"))
+    assert isinstance(action, Retry)
+    shown = code.splitlines()[line - 1].strip()
+    assert f"Line {line} of your script, `{shown}`, is written as a shell command" in (
+        action.feedback
+    )
+    assert f"`{call}`" in action.feedback and "Nothing was run" in action.feedback
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = lookup_capital('Japan')\nprint(x)",
+        "print(calculator)",
+        'note = """\nlookup_capital Japan\n"""\nprint(note)',  # inside a string
+        "found = [c for c in 'ab' if lookup_capital in (c,)]\nprint(found)",
+        "lookup = 3\nprint(lookup -1)",  # not a tool
+    ],
+)
+def test_python_that_names_a_tool_is_not_taken_for_a_shell_command(code: str) -> None:
+    convention = CodeConvention()
+    convention.prepare(seed_tools, None)
+    reply = ModelResponse(content=f"```python\n{code}\n```")
+    assert isinstance(convention.interpret(reply), Script)
+
+
+@pytest.mark.parametrize(
     ("content", "kind"),
     [
         ("Tokyo is the capital.", Answer),

@@ -8,7 +8,9 @@ plain text, which is its final answer.
 from __future__ import annotations
 
 import ast
+import keyword
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..models import ModelResponse
@@ -95,6 +97,52 @@ def _syntax_feedback(code: str, error: SyntaxError) -> str:
     )
 
 
+#: A statement that runs a tool the way a shell runs a command: its name, a space, then
+#: an argument (`ls -a /tmp`, `cd docs`, `cat "notes.txt"`) where Python needs parentheses.
+_SHELL_STYLE = re.compile(r"(?P<name>[A-Za-z_]\w*)[ \t]+(?P<rest>[-/~.'\"\w].*)")
+
+
+def shell_style_line(code: str, functions: Mapping[str, Sequence[str]]) -> tuple[int, str] | None:
+    """The first statement of `code` that runs one of `functions` as a shell command.
+
+    Returns its line number and the function's name. Python reads ``ls -a /tmp`` as
+    arithmetic on the function (it fails on a name error, or on the types) and
+    ``cd docs`` as a syntax error; a small model writes the same line again if it is
+    only shown the error.
+    """
+    try:
+        starts = sorted(
+            {(n.lineno, n.col_offset) for n in ast.walk(ast.parse(code)) if isinstance(n, ast.stmt)}
+        )
+    except SyntaxError as error:
+        starts = [(error.lineno, -1)] if error.lineno else []
+    lines = code.splitlines()
+    for number, column in starts:
+        if not 0 < number <= len(lines):
+            continue
+        line = lines[number - 1]
+        match = _SHELL_STYLE.fullmatch((line.strip() if column < 0 else line[column:]).rstrip())
+        if match is None or match["name"] not in functions:
+            continue
+        if keyword.iskeyword(re.split(r"\W", match["rest"], maxsplit=1)[0]):
+            continue  # `ls if x else y`, `ls in found`: Python, if odd Python
+        return number, match["name"]
+    return None
+
+
+def _shell_feedback(
+    code: str, number: int, function: str, params: Sequence[str], module: str
+) -> str:
+    line = code.splitlines()[number - 1].strip()
+    call = f"{function}({', '.join(f'{p}=...' for p in params)})"
+    return (
+        f"Line {number} of your script, `{line}`, is written as a shell command, but "
+        f"`{function}` is a Python function of module `{module}`: call it as one, "
+        f"`{call}`, with the arguments its stub above takes, and print what it returns. "
+        "Nothing was run. Send the corrected script in one ```python block."
+    )
+
+
 def _looks_like_a_script(text: str, names: set[str]) -> bool:
     try:
         tree = ast.parse(text)
@@ -162,8 +210,8 @@ class CodeConvention(Convention):
 
     def __init__(self, module: str = MODULE) -> None:
         self.module = module
-        # The run's tool functions; runs may share this convention.
-        self._functions: PerRun[set[str]] = PerRun("the code convention")
+        # The run's tool functions, each with its parameters; runs may share this convention.
+        self._functions: PerRun[dict[str, tuple[str, ...]]] = PerRun("the code convention")
 
     def prompt(self, tools: Toolbox) -> str:
         # A small model copies the shape of an example more readily than it
@@ -177,7 +225,9 @@ class CodeConvention(Convention):
         )
 
     def prepare(self, tools: Toolbox, system_prompt: str | None) -> Prepared:
-        self._functions.set({s.function for s in tools.stub_signatures()})
+        self._functions.set(
+            {s.function: tuple(p for p, _ in s.params) for s in tools.stub_signatures()}
+        )
         return written_reply(system_text(system_prompt, self.prompt(tools)), tools, OUTPUT_NOTE)
 
     def interpret(self, response: ModelResponse) -> Interpretation:
@@ -187,12 +237,21 @@ class CodeConvention(Convention):
                 "Tools are not called natively here: write a ```python block that calls "
                 f"the functions of module `{self.module}`."
             )
-        found = extract_script(text, self._functions.get())
+        functions = self._functions.get()
+        found = extract_script(text, set(functions))
         if found is None:
             if not text.strip():
                 return Retry("Your last reply was empty. Send a ```python block, or your answer.")
             return Answer(text)
         if isinstance(found, SyntaxError):
-            code = _FENCE.search(text)
-            return Retry(_syntax_feedback(code.group("body") if code else text, found))
+            fence = _FENCE.search(text)
+            code = fence.group("body") if fence else text
+        else:
+            code = found.code
+        shell = shell_style_line(code, functions)
+        if shell is not None:
+            number, function = shell
+            return Retry(_shell_feedback(code, number, function, functions[function], self.module))
+        if isinstance(found, SyntaxError):
+            return Retry(_syntax_feedback(code, found))
         return Script(found.code, found.repairs)
