@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from examples.seed_tools import toolbox as seed_tools
 from tooluse import Agent, Limits, Message, RunResult, Toolbox, ToolCall, tool
 from tooluse._messages import openai_messages
@@ -74,33 +76,28 @@ def test_a_failing_script_reports_its_own_traceback(agents: list[Agent]) -> None
     assert [c.result for c in result.calls] == [0.92]  # what ran before the failure is kept
 
 
-def test_syntax_errors_are_fed_back_without_running(agents: list[Agent]) -> None:
+@pytest.mark.parametrize(
+    ("first", "said"),
+    [
+        ("print(tools.lookup_capital('Japan')", "syntax error at line 1"),
+        ("lookup_capital Japan", "is written as a shell command"),  # a tool run as in a shell
+    ],
+)
+def test_scripts_that_cannot_run_are_fed_back_without_running(
+    agents: list[Agent], first: str, said: str
+) -> None:
     result = run(
         agents,
         [
-            fenced("print(tools.lookup_capital('Japan')"),
+            fenced(first),
             fenced("import tools\nprint(tools.lookup_capital('Japan'))"),
             {"content": "Tokyo"},
         ],
     )
     assert result.status == "completed"
-    assert "syntax error at line 1" in (result.messages[3].content or "")
-    assert len(result.scripts) == 1 and result.messages[5].content == "Tokyo"
-
-
-def test_a_shell_style_line_is_sent_back_and_the_python_call_runs(agents: list[Agent]) -> None:
-    result = run(
-        agents,
-        [
-            fenced("lookup_capital Japan"),
-            fenced("import tools\nprint(tools.lookup_capital('Japan'))"),
-            {"content": "Tokyo"},
-        ],
-    )
-    assert result.status == "completed"
-    assert "is written as a shell command" in (result.messages[3].content or "")
+    assert said in (result.messages[3].content or "")
     assert [c.name for c in result.calls] == ["lookup_capital"]
-    assert len(result.scripts) == 1 and result.answer == "Tokyo"
+    assert len(result.scripts) == 1 and result.messages[5].content == "Tokyo"
 
 
 def test_retried_script_does_not_repeat_side_effects(agents: list[Agent]) -> None:
