@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from tooluse.run._answercheck import contradiction, echo
+from tooluse.run._unitcheck import unit_mismatch
 
 
-def seen_in(trace: Path) -> tuple[str, list[str]]:
-    """The run's final answer, and the task and every result it saw."""
+def seen_in(trace: Path) -> tuple[str, list[str], list[tuple[str, Any]]]:
+    """The run's final answer, the task and every result it saw, and the calls' results."""
     answer, seen = "", []
+    results: list[tuple[str, Any]] = []
     for line in trace.read_text(encoding="utf-8").splitlines():
         event = json.loads(line)
         kind = event.get("event")
@@ -32,11 +34,12 @@ def seen_in(trace: Path) -> tuple[str, list[str]]:
             seen.append(str(event.get("task", "")))
         elif kind == "call" and event.get("error") is None:
             seen.append(json.dumps(event.get("result")))
+            results.append((str(event.get("name")), event.get("result")))
         elif kind == "script":
             seen.append(str(event.get("stdout") or ""))
         elif kind == "run_end":
             answer = str(event.get("answer") or "")
-    return answer, seen
+    return answer, seen, results
 
 
 def scan(out: Path) -> dict[str, dict[str, Any]]:
@@ -49,8 +52,12 @@ def scan(out: Path) -> dict[str, dict[str, Any]]:
         trace = out / "traces" / row["convention"] / f"{row['entry_id']}.jsonl"
         if not trace.is_file():
             continue
-        answer, seen = seen_in(trace)
-        found = echo(answer, seen[0]) or contradiction(answer, seen)
+        answer, seen, results = seen_in(trace)
+        found = (
+            echo(answer, seen[0])
+            or contradiction(answer, seen)
+            or unit_mismatch(answer, seen[0], results)
+        )
         if found is None:
             continue
         by["notes"].append(row["entry_id"])

@@ -46,6 +46,7 @@ from ..tools._output import OutputTool
 from ._answercheck import NOTE_START, contradiction, echo
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
+from ._unitcheck import UnitMismatch, unit_mismatch
 
 __all__ = ["AskModel", "LoopConfig", "RunCalls", "RunState", "agent_flow", "keep_unrecorded"]
 
@@ -197,10 +198,12 @@ class RunState:
     last_tokens: int = 0
     #: Tools loaded during the run (tool search), appended to a native tool list.
     extra_tools: Callable[[], Sequence[Tool]] | None = None
-    #: Whether the run has had `UNMADE_CALL_NOTE` (or another note asking for a call),
-    #: and how many calls had run when it was sent: rounds ask for a call until one more
-    #: has run.
+    #: Whether the run has had `UNMADE_CALL_NOTE` or another note of `_unmade_call_note`.
     noted_unmade_call: bool = False
+    #: Whether a note asked for a call (those above, and the answer check's note on a
+    #: unit), and how many calls had run when it was sent: rounds ask for a call until
+    #: one more has run.
+    call_asked: bool = False
     calls_at_note: int = 0
     #: Whether the run has had the answer check's note.
     noted_answer: bool = False
@@ -819,7 +822,10 @@ def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_rou
         for m in state.messages
         if m.role in ("user", "tool") and m.content and not m.content.startswith(NOTE_START)
     ]
-    found = echo(answer, task) or contradiction(answer, seen)
+    results = [(c.name, c.result) for c in state.calls if c.ok]
+    found = (
+        echo(answer, task) or contradiction(answer, seen) or unit_mismatch(answer, task, results)
+    )
     if state.noted_answer:
         if state.tracing:
             outcome: ev.CheckOutcome = "corrected" if found is None else "kept"
@@ -829,6 +835,8 @@ def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_rou
     if found is None or last_round:
         return False
     state.noted_answer = True
+    if isinstance(found, UnitMismatch):  # the note asks for a conversion: a call
+        state.call_asked, state.calls_at_note = True, len(state.calls)
     state.add(Message("user", found.note))
     if state.tracing:
         state.emit(ev.AnswerChecked(round_, "noted", answer, found.note))
@@ -974,13 +982,14 @@ def _rounds(
         if config.tool_choice is not None and not state.calls:
             choice = config.tool_choice
         if (
-            state.noted_unmade_call
+            state.call_asked
             and len(state.calls) == state.calls_at_note
             and tools
             and choice == "auto"
         ):
-            # The model's own reply said a tool should be called: the round after the
-            # note asks for a call, which a grammar-constrained model then makes.
+            # The model's own reply said a tool should be called, or its answer stated a
+            # result in another unit: the round after the note asks for a call, which a
+            # grammar-constrained model then makes.
             choice = "required"
         request = ModelRequest(
             window,
@@ -1021,7 +1030,8 @@ def _rounds(
                 state, action.text, config, last_round=round_ >= config.max_rounds
             )
             if note is not None:
-                state.noted_unmade_call, state.calls_at_note = True, len(state.calls)
+                state.noted_unmade_call = state.call_asked = True
+                state.calls_at_note = len(state.calls)
                 state.add(Message("user", note))
                 if state.tracing:
                     state.emit(ev.Feedback(round_, note))
