@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -351,3 +352,32 @@ async def test_without_a_reference_answer_the_oracle_writes_what_the_checks_ask(
     row = await evaluate(task, "json")
     assert row.correct, row.detail
     assert row.answer == "Paris 18"
+
+
+# --- the everyday suite's own checks ------------------------------------------------------------
+
+
+def test_a_time_of_day_is_accepted_in_either_clock_and_either_case() -> None:
+    # 17:30 is also "5:30 PM" (or "pm", "p.m."): a check that read only lower case
+    # failed `time-london-mumbai`'s right answer, "The time in Mumbai is 5:30 PM".
+    cases = {case.id: case for case in Dataset.from_file(EVERYDAY_TASKS).cases}
+    times = {
+        "time-london-mumbai": ("17:30", "5:30", "PM"),
+        "time-new-york-paris": ("20:30", "8:30", "PM"),
+        "time-london-tokyo": ("18:00", "6", "PM"),
+        "calendar-free-hour": ("11:00", "11", "AM"),
+        "calendar-dentist": ("11:00", "11", "AM"),
+    }
+    for case_id, (clock, twelve, half) in times.items():
+        (check,) = [c for c in cases[case_id].checks if isinstance(c, Regex)]
+        lower = half.lower()
+        dotted = f"{lower[0]}.{lower[1]}."
+        for said in (
+            clock,
+            f"{twelve} {half}",
+            f"{twelve} {lower}",
+            f"{twelve}{half}",
+            f"{twelve} {dotted}",
+        ):
+            assert re.search(check.pattern, f"It is {said} there."), (case_id, said)
+        assert not re.search(check.pattern, "It is 3:10 there."), case_id
