@@ -77,7 +77,11 @@ _DEGREE = re.compile(
     r"\s*(?:°|º|degrees?\s+|deg\s+)\s*(celsius|centigrade|fahrenheit|kelvin|c|f|k)(?![\w-])",
     re.IGNORECASE,
 )
-_DEGREE_LETTERS = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
+#: The unit each word or letter after a degree names.
+_DEGREE_NAMES = {
+    "c": "celsius", "celsius": "celsius", "centigrade": "celsius",
+    "f": "fahrenheit", "fahrenheit": "fahrenheit", "k": "kelvin", "kelvin": "kelvin",
+}  # fmt: skip
 _WORD_ALTERNATIVES = "|".join(sorted((re.escape(w) for w in _WORDS), key=len, reverse=True))
 _WORD_AFTER = re.compile(rf"\s*({_WORD_ALTERNATIVES})(?![\w-])", re.IGNORECASE)
 _SYMBOLS = {"$": frozenset({"usd", "cad", "aud"}), "€": frozenset({"eur"}),
@@ -193,9 +197,8 @@ def _stated_units(answer: str, match: re.Match[str]) -> tuple[frozenset[str], in
     after = answer[match.end() :]
     degree = _DEGREE.match(after)
     if degree is not None:
-        letter = degree.group(1).lower()
-        unit = _DEGREE_LETTERS.get(letter, letter)
-        return frozenset({"celsius" if unit == "centigrade" else unit}), match.end() + degree.end()
+        unit = _DEGREE_NAMES[degree.group(1).lower()]
+        return frozenset({unit}), match.end() + degree.end()
     word = _WORD_AFTER.match(after)
     if word is not None:
         units = _WORDS[word.group(1).lower()]
