@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError, to
 from tooluse.conventions import Answer, Calls, TextConvention, extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
+from tooluse.models._local_steps import first_sentence
 from tooluse.models._registry import Registry
 from tooluse.models._spec import default_local
 
@@ -377,3 +379,35 @@ def test_the_scope_question_is_answered_with_a_valid_declaration(model: LocalMod
     assert "problem" not in scoped, scoped  # the grammar forced a readable declaration
     assert result.scope is not None and set(result.scope) <= {"book_room"}
     assert result.usage.asides[0].source == "provider"
+
+
+def test_an_answer_that_announces_a_step_goes_on_as_that_steps_call() -> None:
+    plain = LocalModel("smollm2-135m", max_output_tokens=96, steps_as_calls=False)
+    # Here any first sentence is a step, so that the tiny model's own answer has one.
+    stepping = LocalModel("smollm2-135m", max_output_tokens=96, steps_as_calls=re.compile(""))
+    request = ModelRequest([SYSTEM, Message("user", "What is the weather in Paris?")], TOOLS)
+    answer = plain.respond_sync(request)
+    assert answer.content and not answer.tool_calls, answer  # it answers in prose
+    first = first_sentence(answer.content + "\n")
+    assert first and first != answer.content
+
+    stepped = stepping.respond_sync(request)
+    # The same tokens up to the sentence's end, then calls from there on.
+    assert stepped.content == first
+    assert stepped.tool_calls and stepped.problems == []
+    for call in stepped.tool_calls:
+        assert_valid(call)
+    assert stepping.last_stats.step == first and plain.last_stats.step is None
+
+    # The built-in pattern leaves an answer that announces nothing whole.
+    builtin = LocalModel("smollm2-135m", max_output_tokens=96, steps_as_calls=True)
+    reply = builtin.respond_sync(request)
+    assert reply.content and reply.content.startswith(first) and len(reply.content) > len(first)
+    assert not reply.tool_calls and builtin.last_stats.step is None
+
+
+def test_the_registry_takes_steps_as_calls_for_the_1_5b_only() -> None:
+    registry = Registry()
+    assert registry["qwen2.5-coder-1.5b"].steps_as_calls
+    assert not registry["qwen2.5-coder-0.5b"].steps_as_calls
+    assert LocalModel("smollm2-135m").step_pattern is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 
 import pytest
@@ -107,3 +108,22 @@ def test_token_text_joins_a_character_split_over_tokens_and_stops_when_asked() -
     stop.set()
     with pytest.raises(asyncio.CancelledError):
         feed([3])
+
+
+async def test_a_reply_gone_on_from_an_announced_step_streams_the_step_then_its_calls() -> None:
+    # Here any first sentence is a step (the built-in pattern needs a bigger model's prose).
+    stepping = LocalModel("smollm2-135m", max_output_tokens=96, steps_as_calls=re.compile(""))
+    request = ModelRequest([Message("user", "What is the weather in Paris?")], tools=[get_weather])
+    whole = await stepping.respond(request)
+    assert whole.content and whole.tool_calls and stepping.last_stats.step == whole.content
+
+    pieces: list[Delta] = []
+    streamed = await stepping.respond_stream(request, pieces.append)
+    for field in ("content", "tool_calls", "usage", "finish_reason", "problems"):
+        assert getattr(streamed, field) == getattr(whole, field), field
+    text = [p.text for p in pieces if isinstance(p, TextDelta)]
+    assert "".join(text) == whole.content
+    calls = [p for p in pieces if isinstance(p, CallDelta)]
+    assert [(c.name, c.arguments) for c in calls] == [
+        (c.name, c.arguments) for c in whole.tool_calls
+    ]

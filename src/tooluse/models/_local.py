@@ -24,6 +24,7 @@ import atexit
 import importlib.util
 import logging
 import os
+import re
 import threading
 import time
 import warnings
@@ -55,6 +56,7 @@ from ..decoding import (
 from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
+from ._local_steps import ANNOUNCED_STEP, StepWatch
 from ._local_stream import Prose, TokenText
 from ._registry import Registry, default_local
 
@@ -99,6 +101,9 @@ class DecodeStats:
     seconds: float = 0.0
     prefill_seconds: float = 0.0
     mask_seconds: list[float] = field(default_factory=list)
+    #: The announced step the reply was stopped at and gone on from as a call
+    #: (`LocalModel`'s `steps_as_calls`), if it was.
+    step: str | None = None
 
 
 class LocalModel(Model):
@@ -145,6 +150,14 @@ class LocalModel(Model):
         check_answers: whether an agent checks this model's answers against its
             runs' results unless told otherwise (`Model.check_answers`; None
             takes the registry's: on for the 1.5B).
+        steps_as_calls: where a reply may be an answer or calls and the answer's
+            first sentence announces a step ("To find the total in pounds, we
+            need to convert the price from USD to GBP."), stop the answer there
+            and go on from that sentence under a grammar that allows only calls:
+            the sentence is the reply's text, and the calls that follow it are
+            its calls (`DecodeStats.step` records it). True uses
+            `ANNOUNCED_STEP`; a compiled pattern, matched against the first
+            sentence, replaces it. None takes the registry's: on for the 1.5B.
     """
 
     def __init__(
@@ -165,6 +178,7 @@ class LocalModel(Model):
         parallel_system: str | None = None,
         after_results: str | None = None,
         check_answers: bool | None = None,
+        steps_as_calls: bool | re.Pattern[str] | None = None,
     ) -> None:
         registry = Registry()
         if path is None or (str(path) in registry and not Path(path).is_file()):
@@ -179,6 +193,8 @@ class LocalModel(Model):
                 after_results = entry.after_results
             if check_answers is None:
                 check_answers = entry.check_answers
+            if steps_as_calls is None:
+                steps_as_calls = entry.steps_as_calls
         else:
             self.path = Path(path)
             if not self.path.is_file():
@@ -201,6 +217,14 @@ class LocalModel(Model):
         self.parallel_system = parallel_system
         self.after_results = after_results or None
         self.check_answers = bool(check_answers)
+        #: What a first sentence that announces a step looks like (None: off).
+        self.step_pattern: re.Pattern[str] | None = (
+            steps_as_calls
+            if isinstance(steps_as_calls, re.Pattern)
+            else ANNOUNCED_STEP
+            if steps_as_calls
+            else None
+        )
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         self._fallbacks_told: set[str] = set()  # llguidance refusals already logged
@@ -271,6 +295,7 @@ class LocalModel(Model):
             else:
                 if grammar is not None:
                     mask = engine.compiler().mask(grammar)
+                watch = self._step_watch(engine, request, grammar)
                 tokens, finish, stats = engine.decode(
                     prompt,
                     mask,
@@ -282,9 +307,85 @@ class LocalModel(Model):
                     on_tokens=None
                     if on_text is None
                     else TokenText(engine.token_bytes, on_text, stop or threading.Event()),
+                    until=watch,
                 )
                 text, n_out = engine.detokenize(tokens), len(tokens)
+                if watch is not None and watch.step is not None:
+                    return self._take_step(
+                        engine, request, prompt, watch.step, first=stats, stop=stop
+                    )
         self.last_stats = stats
+        return self._reply(request, text, n_out=n_out, finish=finish, stats=stats, mask=mask)
+
+    def _step_watch(
+        self, engine: _Engine, request: ModelRequest, grammar: Grammar | None
+    ) -> StepWatch | None:
+        """A watch for an answer that announces a step, where one may be taken as a call."""
+        if self.step_pattern is None or grammar is None:
+            return None
+        if not request.tools or request.tool_choice != "auto":
+            return None
+        before = [m.content for m in request.messages if m.role == "assistant" and m.content]
+        return StepWatch(engine.detokenize, self.step_pattern, before)
+
+    def _take_step(
+        self,
+        engine: _Engine,
+        request: ModelRequest,
+        prompt: str,
+        step: str,
+        *,
+        first: DecodeStats,
+        stop: threading.Event | None,
+    ) -> ModelResponse:
+        """The reply `step` began, gone on with under a grammar that allows only calls.
+
+        The step is the reply's text; its calls are read from what follows it.
+        What follows is not streamed as text: the calls are passed on once read.
+        """
+        grammar = self.grammar_for(replace(request, tool_choice="required"))
+        assert grammar is not None  # a request with tools, constrained
+        mask = engine.compiler().mask(grammar)
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        tokens, finish, second = engine.decode(
+            f"{prompt}{step}\n",
+            mask,
+            request.max_output_tokens or self.max_output_tokens,
+            temperature,
+            self._rng,
+            repeat_penalty=self.repeat_penalty,
+            max_run=self.max_run,
+            on_tokens=TokenText(engine.token_bytes, _unshown, stop or threading.Event()),
+        )
+        stats = DecodeStats(
+            prompt_tokens=first.prompt_tokens,
+            reused_tokens=first.reused_tokens,
+            sampled_tokens=first.sampled_tokens + second.sampled_tokens,
+            forced_tokens=first.forced_tokens + second.forced_tokens,
+            seconds=first.seconds + second.seconds,
+            prefill_seconds=first.prefill_seconds + second.prefill_seconds,
+            mask_seconds=first.mask_seconds + second.mask_seconds,
+            step=step,
+        )
+        self.last_stats = stats
+        n_out = first.sampled_tokens + first.forced_tokens + len(tokens)
+        response = self._reply(
+            request, engine.detokenize(tokens), n_out=n_out, finish=finish, stats=stats, mask=mask
+        )
+        response.content = step
+        return response
+
+    def _reply(
+        self,
+        request: ModelRequest,
+        text: str,
+        *,
+        n_out: int,
+        finish: str,
+        stats: DecodeStats,
+        mask: TokenMask | None,
+    ) -> ModelResponse:
+        """The response for the decoded `text`: its calls read out where tools were offered."""
         usage = Usage(stats.prompt_tokens, n_out, source="provider")
         response = ModelResponse(usage=usage, finish_reason=finish, model_name=self.name)
         if request.tools and request.tool_choice != "none":
@@ -513,13 +614,16 @@ class _Engine:
         repeat_penalty: float = 1.0,
         max_run: int | None = None,
         on_tokens: Callable[[Sequence[int]], None] | None = None,
+        until: Callable[[Sequence[int], int | None], bool] | None = None,
     ) -> tuple[list[int], str, DecodeStats]:
         """Generate up to `max_tokens` after `prompt`; returns tokens, finish reason, stats.
 
         `repeat_penalty` scales down the logits of the tokens among the last
         `_REPEAT_WINDOW` (prompt and output), as llama.cpp's sampler does; see
         `_loop_continuation` for `max_run`. `on_tokens` is given each batch of
-        tokens as it joins the output.
+        tokens as it joins the output. `until` is asked before each sampled
+        token joins it (None for the end of the text): true stops the decoding
+        there, with finish reason ``"step"``.
         """
         started = time.perf_counter()
         llm = self.llm
@@ -550,6 +654,9 @@ class _Engine:
                 _penalize(logits, recent, repeat_penalty)
             refused = _loop_continuation(out, max_run) if max_run is not None else None
             token = self._choose(logits, mask, temperature, rng, refused)
+            if until is not None and until(out, None if token in self.eog else token):
+                finish = "step"
+                break
             if token in self.eog:
                 finish = "stop"
                 break
@@ -680,6 +787,10 @@ def _sample(logits: npt.NDArray[np.float32], temperature: float, rng: np.random.
     weights = np.exp(scaled)
     total = float(weights.sum())
     return int(rng.choice(weights.size, p=weights / total))
+
+
+def _unshown(text: str) -> None:
+    """Where decoded text is not passed on (the calls are, once read)."""
 
 
 def _after_results(request: ModelRequest, note: str | None) -> ModelRequest:

