@@ -14,6 +14,7 @@ from tooluse.decoding import (
     GrammarCompiler,
     GrammarError,
     GrammarTool,
+    answer_grammar,
     call_grammar,
     calls_grammar,
     code_grammar,
@@ -194,6 +195,18 @@ def test_required_calls_refuse_a_plain_answer(compiler: GrammarCompiler) -> None
     grammar = calls_grammar([WEATHER, RATE], allow_answer=False)
     assert not accepts(compiler, grammar, "It is sunny.")
     assert accepts(compiler, grammar, call("get_weather", '{"city": "Oslo"}'))
+
+
+def test_an_answer_grammar_takes_prose_and_refuses_every_call_frame(
+    compiler: GrammarCompiler,
+) -> None:
+    grammar = answer_grammar()
+    assert accepts(
+        compiler, grammar, "1. Chen Dubois manages Bruno.\n2. Bruno Haddad manages Chen."
+    )
+    assert not accepts(compiler, grammar, call("get_weather", '{"city": "Oslo"}'))
+    for opening in ("{", "```", "[", " "):
+        assert not accepts(compiler, grammar, opening + "the tool takes a city"), opening
 
 
 def test_a_forced_tool_leaves_only_its_arguments_to_the_model(compiler: GrammarCompiler) -> None:

@@ -411,3 +411,25 @@ def test_the_registry_takes_steps_as_calls_for_the_1_5b_only() -> None:
     assert registry["qwen2.5-coder-1.5b"].steps_as_calls
     assert not registry["qwen2.5-coder-0.5b"].steps_as_calls
     assert LocalModel("smollm2-135m").step_pattern is None
+
+
+def test_a_step_that_would_repeat_the_runs_calls_goes_on_as_an_answer() -> None:
+    # Here any first sentence is a step, so every reply that has one is stopped there.
+    stepping = LocalModel("smollm2-135m", max_output_tokens=96, steps_as_calls=re.compile(""))
+    question = Message("user", "What is the weather in Paris?")
+    first = stepping.respond_sync(ModelRequest([SYSTEM, question], TOOLS))
+    assert first.tool_calls and stepping.last_stats.step == first.content
+    results = [Message("tool", "sunny, 18 °C", tool_call_id=c.id) for c in first.tool_calls]
+    run = [
+        SYSTEM,
+        question,
+        Message("assistant", first.content, tool_calls=tuple(first.tool_calls)),
+    ]
+
+    # With the result in, its step would look the weather up again: the model goes
+    # on from the sentence with an answer instead, and no call is made.
+    after = stepping.respond_sync(ModelRequest([*run, *results], TOOLS))
+    assert after.content and not after.tool_calls
+    sentence = first_sentence(after.content)
+    assert sentence and after.content.startswith(sentence + "\n")
+    assert stepping.last_stats.step is None

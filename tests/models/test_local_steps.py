@@ -7,7 +7,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from tooluse.models._local_steps import ANNOUNCED_STEP, StepWatch, announced_step, first_sentence
+from tooluse._messages import Message, ToolCall
+from tooluse.models._local_steps import (
+    ANNOUNCED_STEP,
+    StepWatch,
+    announced_step,
+    first_sentence,
+    makes_new_calls,
+)
 
 #: First sentences the 1.5B wrote after a result, in place of the call they name.
 ANNOUNCED = [
@@ -99,15 +106,25 @@ def test_a_pattern_of_ones_own_replaces_the_built_in_one() -> None:
     assert stopped == 4 and watch.step == "Il faut convertir."
 
 
-def test_a_step_the_run_took_before_is_not_taken_again_whatever_its_numbers() -> None:
-    pieces = ["To", " convert", " 18:00", ", we need to", " adjust", " it", ".", " So"]
-
-    def detokenize(tokens: Sequence[int]) -> str:
-        return "".join(pieces[t] for t in tokens)
-
-    before = ["To convert 09:00, we need to adjust it."]
-    again = StepWatch(detokenize, ANNOUNCED_STEP, before)
-    other = StepWatch(detokenize, ANNOUNCED_STEP, ["To pay, we need to convert it."])
-    out = list(range(7))
-    assert not again(out, 7) and again.step is None
-    assert other(out, 7) and other.step == "To convert 18:00, we need to adjust it."
+def test_a_step_makes_new_calls_only_with_a_call_the_run_has_not_made() -> None:
+    weather = ToolCall("call_1", "get_weather", '{"city": "Paris", "unit": "c"}')
+    run = [
+        Message("user", "Weather in Paris?"),
+        Message("assistant", "We need to look it up.", tool_calls=(weather,)),
+        Message("tool", "18 °C", tool_call_id="call_1"),
+    ]
+    # The same call, its arguments in another order and under another id, is not new.
+    again = ToolCall("call_2", "get_weather", '{"unit": "c", "city": "Paris"}')
+    london = ToolCall("call_3", "get_weather", '{"city": "London", "unit": "c"}')
+    assert not makes_new_calls([again], run)
+    assert makes_new_calls([again, london], run)
+    assert makes_new_calls([again], run[:1])
+    # Arguments that are not an object are compared as written.
+    assert not makes_new_calls(
+        [ToolCall("c", "f", "[1")],
+        [Message("assistant", None, tool_calls=(ToolCall("c", "f", "[1"),))],
+    )
+    assert makes_new_calls(
+        [ToolCall("c", "f", "[1]")],
+        [Message("assistant", None, tool_calls=(ToolCall("c", "f", "[1"),))],
+    )

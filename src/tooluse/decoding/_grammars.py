@@ -36,6 +36,7 @@ __all__ = [
     "Grammar",
     "GrammarShape",
     "GrammarTool",
+    "answer_grammar",
     "call_grammar",
     "calls_grammar",
     "code_grammar",
@@ -151,6 +152,11 @@ def _tags(tag_tokens: tuple[int, int] | None) -> tuple[str, str]:
     if tag_tokens is None:
         return json.dumps(CALL_OPEN), json.dumps(CALL_CLOSE)
     return f"<[{tag_tokens[0]}]>", f"<[{tag_tokens[1]}]>"
+
+
+def answer_grammar() -> Grammar:
+    """A plain answer: text that does not open a call in any frame `calls_grammar` allows."""
+    return Grammar(f"start: ANSWER\n{_ANSWER}\n")
 
 
 def code_grammar() -> Grammar:

@@ -47,6 +47,7 @@ from ..decoding import (
     GrammarError,
     GrammarTool,
     TokenMask,
+    answer_grammar,
     call_grammar,
     calls_grammar,
     code_grammar,
@@ -56,7 +57,7 @@ from ..decoding import (
 from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
-from ._local_steps import ANNOUNCED_STEP, StepWatch
+from ._local_steps import ANNOUNCED_STEP, StepWatch, makes_new_calls
 from ._local_stream import Prose, TokenText
 from ._registry import Registry, default_local
 
@@ -293,29 +294,62 @@ class LocalModel(Model):
                 if on_text is not None and text:
                     on_text(text)
             else:
-                if grammar is not None:
-                    mask = engine.compiler().mask(grammar)
                 watch = self._step_watch(engine, request, grammar)
-                tokens, finish, stats = engine.decode(
-                    prompt,
-                    mask,
-                    max_tokens,
-                    temperature,
-                    self._rng,
-                    repeat_penalty=self.repeat_penalty,
-                    max_run=self.max_run,
-                    on_tokens=None
-                    if on_text is None
-                    else TokenText(engine.token_bytes, on_text, stop or threading.Event()),
-                    until=watch,
+                tokens, finish, stats, mask = self._decode(
+                    engine, request, prompt, grammar, on_text, stop, watch
                 )
-                text, n_out = engine.detokenize(tokens), len(tokens)
                 if watch is not None and watch.step is not None:
-                    return self._take_step(
-                        engine, request, prompt, watch.step, first=stats, stop=stop
+                    stepped = self._take_step(engine, request, prompt, watch.step, stats, stop)
+                    if stepped is not None:
+                        return stepped
+                    # The step would only make calls the run has made: the model
+                    # goes on from it with an answer instead (not passed on as it
+                    # comes; `Prose.finish` passes on what it has beyond the step).
+                    tokens, finish, stats, mask = self._decode(
+                        engine,
+                        request,
+                        f"{prompt}{watch.step}\n",
+                        answer_grammar(),
+                        _unshown,
+                        stop,
+                        None,
                     )
+                    text = f"{watch.step}\n{engine.detokenize(tokens)}"
+                    n_out = stats.sampled_tokens + stats.forced_tokens
+                    self.last_stats = stats
+                    return self._reply(
+                        request, text, n_out=n_out, finish=finish, stats=stats, mask=mask
+                    )
+                text, n_out = engine.detokenize(tokens), len(tokens)
         self.last_stats = stats
         return self._reply(request, text, n_out=n_out, finish=finish, stats=stats, mask=mask)
+
+    def _decode(  # noqa: PLR0917 (one call's parts, each needed)
+        self,
+        engine: _Engine,
+        request: ModelRequest,
+        prompt: str,
+        grammar: Grammar | None,
+        on_text: Callable[[str], None] | None,
+        stop: threading.Event | None,
+        watch: StepWatch | None,
+    ) -> tuple[list[int], str, DecodeStats, TokenMask | None]:
+        """Decode `prompt` under `grammar` with llguidance: tokens, finish, stats and mask."""
+        mask = engine.compiler().mask(grammar) if grammar is not None else None
+        tokens, finish, stats = engine.decode(
+            prompt,
+            mask,
+            request.max_output_tokens or self.max_output_tokens,
+            request.temperature if request.temperature is not None else self.temperature,
+            self._rng,
+            repeat_penalty=self.repeat_penalty,
+            max_run=self.max_run,
+            on_tokens=None
+            if on_text is None
+            else TokenText(engine.token_bytes, on_text, stop or threading.Event()),
+            until=watch,
+        )
+        return tokens, finish, stats, mask
 
     def _step_watch(
         self, engine: _Engine, request: ModelRequest, grammar: Grammar | None
@@ -325,37 +359,28 @@ class LocalModel(Model):
             return None
         if not request.tools or request.tool_choice != "auto":
             return None
-        before = [m.content for m in request.messages if m.role == "assistant" and m.content]
-        return StepWatch(engine.detokenize, self.step_pattern, before)
+        return StepWatch(engine.detokenize, self.step_pattern)
 
-    def _take_step(
+    def _take_step(  # noqa: PLR0917 (one call's parts, each needed)
         self,
         engine: _Engine,
         request: ModelRequest,
         prompt: str,
         step: str,
-        *,
         first: DecodeStats,
         stop: threading.Event | None,
-    ) -> ModelResponse:
+    ) -> ModelResponse | None:
         """The reply `step` began, gone on with under a grammar that allows only calls.
 
-        The step is the reply's text; its calls are read from what follows it.
-        What follows is not streamed as text: the calls are passed on once read.
+        The step is the reply's text; its calls are read from what follows it,
+        which is not passed on as text (the calls are, once read). None where
+        every call read is one the run has made already, with the same
+        arguments: a model that announces the same step after its result would
+        otherwise take it round after round.
         """
-        grammar = self.grammar_for(replace(request, tool_choice="required"))
-        assert grammar is not None  # a request with tools, constrained
-        mask = engine.compiler().mask(grammar)
-        temperature = request.temperature if request.temperature is not None else self.temperature
-        tokens, finish, second = engine.decode(
-            f"{prompt}{step}\n",
-            mask,
-            request.max_output_tokens or self.max_output_tokens,
-            temperature,
-            self._rng,
-            repeat_penalty=self.repeat_penalty,
-            max_run=self.max_run,
-            on_tokens=TokenText(engine.token_bytes, _unshown, stop or threading.Event()),
+        required = self.grammar_for(replace(request, tool_choice="required"))
+        tokens, finish, second, mask = self._decode(
+            engine, request, f"{prompt}{step}\n", required, _unshown, stop, None
         )
         stats = DecodeStats(
             prompt_tokens=first.prompt_tokens,
@@ -367,11 +392,13 @@ class LocalModel(Model):
             mask_seconds=first.mask_seconds + second.mask_seconds,
             step=step,
         )
-        self.last_stats = stats
         n_out = first.sampled_tokens + first.forced_tokens + len(tokens)
         response = self._reply(
             request, engine.detokenize(tokens), n_out=n_out, finish=finish, stats=stats, mask=mask
         )
+        if not makes_new_calls(response.tool_calls, request.messages):
+            return None
+        self.last_stats = stats
         response.content = step
         return response
 

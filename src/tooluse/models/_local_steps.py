@@ -12,10 +12,20 @@ from its own words.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-__all__ = ["ANNOUNCED_STEP", "StepWatch", "announced_step", "first_sentence"]
+from .._messages import Message, ToolCall
+from .._records import call_identity
+
+__all__ = [
+    "ANNOUNCED_STEP",
+    "StepWatch",
+    "announced_step",
+    "first_sentence",
+    "makes_new_calls",
+]
 
 #: A first sentence (`first_sentence`) that says what must be done: "We need
 #: to …", "To X, we need to Y.", "First, I'll need to check my calendar.", "To
@@ -27,7 +37,6 @@ ANNOUNCED_STEP = re.compile(
 )
 #: A sentence ends at a full stop or colon followed by a blank, or at a line's end.
 _SENTENCE_END = re.compile(r"[.:](?=\s)|\n")
-_NUMBER = re.compile(r"\d+")
 
 
 def first_sentence(text: str) -> str | None:
@@ -57,20 +66,14 @@ class StepWatch:
     the output: true once the first sentence has ended (the next token shows
     it) and announces a step, which `step` then holds. The decision is made
     once, at the first sentence's end; a reply that opens a call is never
-    stopped. Nor is a step the run has taken `before` (the texts of its
-    earlier replies), its numbers aside: a model that announces the same step
-    after its result would otherwise take it round after round.
+    stopped.
     """
 
     def __init__(
-        self,
-        detokenize: Callable[[Sequence[int]], str],
-        pattern: re.Pattern[str],
-        before: Iterable[str] = (),
+        self, detokenize: Callable[[Sequence[int]], str], pattern: re.Pattern[str]
     ) -> None:
         self._detokenize = detokenize
         self._pattern = pattern
-        self._taken = {_NUMBER.sub("#", text.strip()) for text in before}
         self._settled = False
         self.step: str | None = None
 
@@ -89,6 +92,27 @@ class StepWatch:
         if sentence is None:
             return False
         self._settled = True
-        if self._pattern.match(sentence) and _NUMBER.sub("#", sentence) not in self._taken:
+        if self._pattern.match(sentence):
             self.step = sentence
         return self.step is not None
+
+
+def makes_new_calls(calls: Sequence[ToolCall], messages: Iterable[Message]) -> bool:
+    """Whether `calls` hold one the run (its `messages`) has not made, with these arguments.
+
+    A model that announces the same step after its result would otherwise take
+    it round after round.
+    """
+    made = {_identity(call) for message in messages for call in message.tool_calls}
+    return any(_identity(call) not in made for call in calls)
+
+
+def _identity(call: ToolCall) -> tuple[str, str]:
+    """`call_identity` of a call as the model wrote it (its text, where that is not an object)."""
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return call.name, call.arguments
+    if not isinstance(arguments, dict):
+        return call.name, call.arguments
+    return call_identity(call.name, arguments)
