@@ -16,7 +16,8 @@ from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError, to
 from tooluse.conventions import Answer, Calls, TextConvention, extract_script
 from tooluse.decoding import to_gbnf
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
-from tooluse.models._local_steps import first_sentence
+from tooluse.models._local_numbers import NUMBER, unsupported
+from tooluse.models._local_steps import first_sentence, whole_sentences
 from tooluse.models._registry import Registry
 from tooluse.models._spec import default_local
 
@@ -411,6 +412,72 @@ def test_the_registry_takes_steps_as_calls_for_the_1_5b_only() -> None:
     assert registry["qwen2.5-coder-1.5b"].steps_as_calls
     assert not registry["qwen2.5-coder-0.5b"].steps_as_calls
     assert LocalModel("smollm2-135m").step_pattern is None
+
+
+#: A run whose one result gives no number, so that the tiny model's answer, which
+#: states the Eiffel Tower's height from memory, has numbers nothing gives.
+HEIGHT = "How tall is the Eiffel Tower?"
+HEIGHT_CALL = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
+HEIGHT_RUN = [
+    SYSTEM,
+    Message("user", HEIGHT),
+    Message("assistant", None, tool_calls=(HEIGHT_CALL,)),
+    Message("tool", '{"name": "Eiffel Tower"}', tool_call_id="call_1"),
+]
+
+
+def test_an_answer_stating_a_number_nothing_gives_goes_on_as_a_call() -> None:
+    plain = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=False)
+    watching = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=True)
+    request = ModelRequest(HEIGHT_RUN, TOOLS)
+    # Once first: later decodes of this prompt reuse its evaluation, whose last bits
+    # differ from a fresh one's, and this prompt's first tokens are a near tie.
+    plain.respond_sync(request)
+    answer = plain.respond_sync(request)
+    assert answer.content and not answer.tool_calls, answer
+    missing = unsupported(answer.content, [HEIGHT, '{"name": "Eiffel Tower"}'])
+    assert missing, answer.content  # the tiny model's own guess
+    first = next(m for m in NUMBER.finditer(answer.content) if m.group() == missing[0])
+
+    taken = watching.respond_sync(request)
+    # The same tokens up to the number; the whole sentences before it are the text.
+    assert taken.content == whole_sentences(answer.content[: first.start()])
+    assert taken.tool_calls and taken.problems == []
+    for call in taken.tool_calls:
+        assert_valid(call)
+    assert watching.last_stats.number == missing[0] and plain.last_stats.number is None
+
+    # Before any result, nothing is watched: the answer is the plain one.
+    ask = ModelRequest([SYSTEM, Message("user", HEIGHT)], TOOLS)
+    assert watching.respond_sync(ask) == plain.respond_sync(ask)
+    assert watching.last_stats.number is None
+
+
+def test_a_number_whose_calls_the_run_has_made_goes_on_as_an_answer() -> None:
+    # The tiny model's call for this number is the one the run has made already.
+    made = ToolCall("call_1", "get_current_weather", '{"location": "Paris"}')
+    run = [*HEIGHT_RUN[:2], Message("assistant", None, tool_calls=(made,)), HEIGHT_RUN[3]]
+    request = ModelRequest(run, TOOLS)
+    plain = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=False)
+    plain.respond_sync(request)  # see the test above
+    answer = plain.respond_sync(request)
+    assert answer.content and not answer.tool_calls, answer
+    missing = unsupported(answer.content, [HEIGHT, '{"name": "Eiffel Tower"}'])
+    assert missing, answer.content
+    before = answer.content[: answer.content.index(missing[0])].rstrip()
+
+    watching = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=True)
+    again = watching.respond_sync(request)
+    # Stopped before the number, it would only call again: it answers from there.
+    assert watching.last_stats.number == missing[0]
+    assert again.content and again.content.startswith(before) and not again.tool_calls
+
+
+def test_the_registry_takes_numbers_as_calls_for_the_1_5b_only() -> None:
+    registry = Registry()
+    assert registry["qwen2.5-coder-1.5b"].numbers_as_calls
+    assert not registry["qwen2.5-coder-0.5b"].numbers_as_calls
+    assert not LocalModel("smollm2-135m").numbers_as_calls
 
 
 def test_a_step_that_would_repeat_the_runs_calls_goes_on_as_an_answer() -> None:

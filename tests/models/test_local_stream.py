@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from tooluse._messages import Message
+from examples.seed_tools import toolbox
+from tooluse._messages import Message, ToolCall
 from tooluse.decoding import CALL_OPEN
 from tooluse.models import CallDelta, Delta, LocalModel, ModelRequest, TextDelta
 from tooluse.models._local_stream import Prose, TokenText
@@ -126,4 +127,27 @@ async def test_a_reply_gone_on_from_an_announced_step_streams_the_step_then_its_
     calls = [p for p in pieces if isinstance(p, CallDelta)]
     assert [(c.name, c.arguments) for c in calls] == [
         (c.name, c.arguments) for c in whole.tool_calls
+    ]
+
+
+async def test_a_reply_stopped_before_a_number_nothing_gives_streams_whole_sentences() -> None:
+    watching = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=True)
+    call = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
+    run = [
+        Message("system", "You are a helpful assistant."),
+        Message("user", "How tall is the Eiffel Tower?"),
+        Message("assistant", None, tool_calls=(call,)),
+        Message("tool", '{"name": "Eiffel Tower"}', tool_call_id="call_1"),
+    ]
+    request = ModelRequest(run, tools=list(toolbox))
+    pieces: list[Delta] = []
+    streamed = await watching.respond_stream(request, pieces.append)
+    number = watching.last_stats.number
+    assert number is not None and streamed.tool_calls, streamed
+    # Only the whole sentences before the number were passed on: the reply's text.
+    text = "".join(p.text for p in pieces if isinstance(p, TextDelta))
+    assert text == (streamed.content or "") and number not in text
+    calls = [p for p in pieces if isinstance(p, CallDelta)]
+    assert [(c.name, c.arguments) for c in calls] == [
+        (c.name, c.arguments) for c in streamed.tool_calls
     ]

@@ -57,7 +57,8 @@ from ..decoding import (
 from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
-from ._local_steps import ANNOUNCED_STEP, StepWatch, makes_new_calls
+from ._local_numbers import NumberWatch
+from ._local_steps import ANNOUNCED_STEP, StepWatch, makes_new_calls, whole_sentences
 from ._local_stream import Prose, TokenText
 from ._registry import Registry, default_local
 
@@ -105,6 +106,10 @@ class DecodeStats:
     #: The announced step the reply was stopped at and gone on from as a call
     #: (`LocalModel`'s `steps_as_calls`), if it was.
     step: str | None = None
+    #: The number nothing in the run gave that the reply was stopped before
+    #: (`LocalModel`'s `numbers_as_calls`), if it was; the reply's calls follow
+    #: from there, unless the run had made them all.
+    number: str | None = None
 
 
 class LocalModel(Model):
@@ -159,6 +164,15 @@ class LocalModel(Model):
             its calls (`DecodeStats.step` records it). True uses
             `ANNOUNCED_STEP`; a compiled pattern, matched against the first
             sentence, replaces it. None takes the registry's: on for the 1.5B.
+        numbers_as_calls: where a reply may be an answer or calls and the run
+            has results, stop an answer before the first number that neither
+            the task, a result, one step of arithmetic over them nor the
+            answer's own sound arithmetic gives ("The combined population is
+            5820000."), and go on from the words before it under a grammar
+            that allows only calls; their whole sentences are the reply's
+            text (`DecodeStats.number` records the number). Where those calls
+            were all made already, the answer goes on with its number. None
+            takes the registry's: on for the 1.5B.
     """
 
     def __init__(
@@ -180,6 +194,7 @@ class LocalModel(Model):
         after_results: str | None = None,
         check_answers: bool | None = None,
         steps_as_calls: bool | re.Pattern[str] | None = None,
+        numbers_as_calls: bool | None = None,
     ) -> None:
         registry = Registry()
         if path is None or (str(path) in registry and not Path(path).is_file()):
@@ -196,6 +211,8 @@ class LocalModel(Model):
                 check_answers = entry.check_answers
             if steps_as_calls is None:
                 steps_as_calls = entry.steps_as_calls
+            if numbers_as_calls is None:
+                numbers_as_calls = entry.numbers_as_calls
         else:
             self.path = Path(path)
             if not self.path.is_file():
@@ -226,6 +243,8 @@ class LocalModel(Model):
             if steps_as_calls
             else None
         )
+        #: Whether an answer's number nothing in the run gives is gone on from as a call.
+        self.numbers_as_calls = bool(numbers_as_calls)
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         self._fallbacks_told: set[str] = set()  # llguidance refusals already logged
@@ -247,7 +266,9 @@ class LocalModel(Model):
         """
         loop = asyncio.get_running_loop()
         calls_in_text = bool(request.tools) and request.tool_choice != "none"
-        prose = Prose(lambda text: on_delta(TextDelta(text)))
+        prose = Prose(
+            lambda text: on_delta(TextDelta(text)), hold_numbers=self._numbers_watched(request)
+        )
         stop = threading.Event()
 
         def emit(text: str) -> None:
@@ -294,32 +315,21 @@ class LocalModel(Model):
                 if on_text is not None and text:
                     on_text(text)
             else:
-                watch = self._step_watch(engine, request, grammar)
+                watch = self._watch(engine, request, grammar)
                 tokens, finish, stats, mask = self._decode(
                     engine, request, prompt, grammar, on_text, stop, watch
                 )
-                if watch is not None and watch.step is not None:
-                    stepped = self._take_step(engine, request, prompt, watch.step, stats, stop)
+                if watch.numbers is not None and watch.numbers.cut is not None:
+                    return self._take_number(engine, request, prompt, watch.numbers, stats, stop)
+                if watch.step is not None and watch.step.step is not None:
+                    step = watch.step.step
+                    stepped = self._take_step(engine, request, prompt, step, stats, stop)
                     if stepped is not None:
                         return stepped
                     # The step would only make calls the run has made: the model
                     # goes on from it with an answer instead (not passed on as it
                     # comes; `Prose.finish` passes on what it has beyond the step).
-                    tokens, finish, stats, mask = self._decode(
-                        engine,
-                        request,
-                        f"{prompt}{watch.step}\n",
-                        answer_grammar(),
-                        _unshown,
-                        stop,
-                        None,
-                    )
-                    text = f"{watch.step}\n{engine.detokenize(tokens)}"
-                    n_out = stats.sampled_tokens + stats.forced_tokens
-                    self.last_stats = stats
-                    return self._reply(
-                        request, text, n_out=n_out, finish=finish, stats=stats, mask=mask
-                    )
+                    return self._answer_from(engine, request, prompt, f"{step}\n", stats, stop)
                 text, n_out = engine.detokenize(tokens), len(tokens)
         self.last_stats = stats
         return self._reply(request, text, n_out=n_out, finish=finish, stats=stats, mask=mask)
@@ -332,7 +342,7 @@ class LocalModel(Model):
         grammar: Grammar | None,
         on_text: Callable[[str], None] | None,
         stop: threading.Event | None,
-        watch: StepWatch | None,
+        watch: Callable[[Sequence[int], int | None], bool] | None,
     ) -> tuple[list[int], str, DecodeStats, TokenMask | None]:
         """Decode `prompt` under `grammar` with llguidance: tokens, finish, stats and mask."""
         mask = engine.compiler().mask(grammar) if grammar is not None else None
@@ -351,15 +361,75 @@ class LocalModel(Model):
         )
         return tokens, finish, stats, mask
 
-    def _step_watch(
-        self, engine: _Engine, request: ModelRequest, grammar: Grammar | None
-    ) -> StepWatch | None:
-        """A watch for an answer that announces a step, where one may be taken as a call."""
-        if self.step_pattern is None or grammar is None:
-            return None
-        if not request.tools or request.tool_choice != "auto":
-            return None
-        return StepWatch(engine.detokenize, self.step_pattern)
+    def _watch(self, engine: _Engine, request: ModelRequest, grammar: Grammar | None) -> _Watch:
+        """The watches for an answer that may be taken as a call instead, where one may be."""
+        if grammar is None or not request.tools or request.tool_choice != "auto":
+            return _Watch(None, None)
+        step = None
+        if self.step_pattern is not None:
+            step = StepWatch(engine.detokenize, self.step_pattern)
+        numbers = None
+        if self._numbers_watched(request):
+            seen = [m.content for m in request.messages if m.role in ("user", "tool") and m.content]
+            numbers = NumberWatch(engine.detokenize, seen)
+        return _Watch(step, numbers)
+
+    def _numbers_watched(self, request: ModelRequest) -> bool:
+        """Whether an answer to `request` is watched for numbers nothing in the run gives."""
+        return (
+            self.numbers_as_calls
+            and self.constrained
+            and bool(request.tools)
+            and request.tool_choice == "auto"
+            and any(m.role == "tool" for m in request.messages)
+        )
+
+    def _take_number(  # noqa: PLR0917 (one call's parts, each needed)
+        self,
+        engine: _Engine,
+        request: ModelRequest,
+        prompt: str,
+        watch: NumberWatch,
+        first: DecodeStats,
+        stop: threading.Event | None,
+    ) -> ModelResponse:
+        """The answer stopped before a number nothing gives, gone on from as a call.
+
+        The words before the number lead to the call; only their whole
+        sentences are the reply's text, as a sentence cut off before its number
+        ("The total is") would be copied as the answer once the result is in.
+        Where every call read is one the run has made, the answer goes on.
+        """
+        said = (watch.cut or "").rstrip()
+        taken = self._take_step(engine, request, prompt, said, first, stop, number=watch.number)
+        if taken is not None:
+            taken.content = whole_sentences(watch.cut or "")
+            return taken
+        answer = self._answer_from(engine, request, prompt, said, first, stop)
+        self.last_stats.number = watch.number
+        return answer
+
+    def _answer_from(  # noqa: PLR0917 (one call's parts, each needed)
+        self,
+        engine: _Engine,
+        request: ModelRequest,
+        prompt: str,
+        said: str,
+        first: DecodeStats,
+        stop: threading.Event | None,
+    ) -> ModelResponse:
+        """The answer `said` began, gone on with as an answer (not passed on as it comes).
+
+        A stream's `Prose.finish` passes on what the reply has beyond what it has sent.
+        """
+        tokens, finish, second, mask = self._decode(
+            engine, request, f"{prompt}{said}", answer_grammar(), _unshown, stop, None
+        )
+        stats = _joined(first, second)
+        self.last_stats = stats
+        text = f"{said}{engine.detokenize(tokens)}"
+        n_out = stats.sampled_tokens + stats.forced_tokens
+        return self._reply(request, text, n_out=n_out, finish=finish, stats=stats, mask=mask)
 
     def _take_step(  # noqa: PLR0917 (one call's parts, each needed)
         self,
@@ -369,6 +439,8 @@ class LocalModel(Model):
         step: str,
         first: DecodeStats,
         stop: threading.Event | None,
+        *,
+        number: str | None = None,
     ) -> ModelResponse | None:
         """The reply `step` began, gone on with under a grammar that allows only calls.
 
@@ -382,16 +454,11 @@ class LocalModel(Model):
         tokens, finish, second, mask = self._decode(
             engine, request, f"{prompt}{step}\n", required, _unshown, stop, None
         )
-        stats = DecodeStats(
-            prompt_tokens=first.prompt_tokens,
-            reused_tokens=first.reused_tokens,
-            sampled_tokens=first.sampled_tokens + second.sampled_tokens,
-            forced_tokens=first.forced_tokens + second.forced_tokens,
-            seconds=first.seconds + second.seconds,
-            prefill_seconds=first.prefill_seconds + second.prefill_seconds,
-            mask_seconds=first.mask_seconds + second.mask_seconds,
-            step=step,
-        )
+        stats = _joined(first, second)
+        if number is None:
+            stats.step = step
+        else:
+            stats.number = number
         n_out = first.sampled_tokens + first.forced_tokens + len(tokens)
         response = self._reply(
             request, engine.detokenize(tokens), n_out=n_out, finish=finish, stats=stats, mask=mask
@@ -814,6 +881,33 @@ def _sample(logits: npt.NDArray[np.float32], temperature: float, rng: np.random.
     weights = np.exp(scaled)
     total = float(weights.sum())
     return int(rng.choice(weights.size, p=weights / total))
+
+
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    """The watches over one reply's decoding: for an announced step and for numbers."""
+
+    step: StepWatch | None
+    numbers: NumberWatch | None
+
+    def __call__(self, out: Sequence[int], token: int | None) -> bool:
+        """Whether to stop before `token`: a number nothing gives, or an announced step."""
+        if self.numbers is not None and self.numbers(out, token):
+            return True
+        return self.step is not None and self.step(out, token)
+
+
+def _joined(first: DecodeStats, second: DecodeStats) -> DecodeStats:
+    """The stats of a reply decoded in two parts, the second gone on from the first."""
+    return DecodeStats(
+        prompt_tokens=first.prompt_tokens,
+        reused_tokens=first.reused_tokens,
+        sampled_tokens=first.sampled_tokens + second.sampled_tokens,
+        forced_tokens=first.forced_tokens + second.forced_tokens,
+        seconds=first.seconds + second.seconds,
+        prefill_seconds=first.prefill_seconds + second.prefill_seconds,
+        mask_seconds=first.mask_seconds + second.mask_seconds,
+    )
 
 
 def _unshown(text: str) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "announced_step",
     "first_sentence",
     "makes_new_calls",
+    "whole_sentences",
 ]
 
 #: A first sentence (`first_sentence`) that says what must be done: "We need
@@ -46,6 +47,12 @@ def first_sentence(text: str) -> str | None:
     if end is None:
         return None
     return text[: end.start() + (0 if end.group() == "\n" else 1)].rstrip()
+
+
+def whole_sentences(text: str) -> str | None:
+    """The sentences of `text` that have ended (a text ends one only where a blank follows)."""
+    ends = [end.end() for end in _SENTENCE_END.finditer(text)]
+    return (text[: ends[-1]].strip() or None) if ends else None
 
 
 def announced_step(text: str, pattern: re.Pattern[str] = ANNOUNCED_STEP) -> str | None:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from ..decoding import CALL_OPEN
+from ._local_steps import whole_sentences
 
 __all__ = ["Prose", "TokenText"]
 
@@ -55,10 +56,13 @@ class Prose:
     Leading and trailing blanks are held back (the content is read stripped),
     as is a tail that may be the start of a frame's opener; a reply that opens
     with ``{`` or ``[`` may be calls written bare, and passes nothing on.
+    With `hold_numbers`, only whole sentences are passed on: a reply stopped
+    before a number nothing gives keeps only the sentences before it.
     """
 
-    def __init__(self, emit: Callable[[str], None]) -> None:
+    def __init__(self, emit: Callable[[str], None], *, hold_numbers: bool = False) -> None:
         self._emit = emit
+        self._hold_numbers = hold_numbers
         self._text = ""
         self._sent = 0
         self._stopped = False
@@ -85,6 +89,8 @@ class Prose:
             self._stopped = True
             return
         end = len(self._text) - _opener_prefix(self._text)
+        if self._hold_numbers:
+            end = min(end, len(whole_sentences(self._text) or ""))
         self._send_to(end)
 
     def finish(self, content: str | None) -> None:

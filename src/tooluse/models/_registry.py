@@ -118,6 +118,9 @@ class RegisteredModel:
     #: Whether an answer whose first sentence announces a step is gone on
     #: from as that step's call (`LocalModel`'s `steps_as_calls`).
     steps_as_calls: bool = False
+    #: Whether an answer's number that nothing in the run gives is gone on from
+    #: as a call (`LocalModel`'s `numbers_as_calls`).
+    numbers_as_calls: bool = False
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -154,6 +157,7 @@ MODELS = (
         default_system=FACTS_THEN_ANSWER,
         check_answers=True,
         steps_as_calls=True,
+        numbers_as_calls=True,
     ),
 )
 
