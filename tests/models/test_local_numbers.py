@@ -11,6 +11,8 @@ from tooluse.models._local_numbers import NUMBER, NumberWatch, held_back, settle
 from tooluse.models._local_steps import whole_sentences
 from tooluse.models._local_stream import Prose
 
+from ._watch import fed
+
 EVENTS = json.dumps(
     [
         {"title": "Standup", "minutes": 15},
@@ -114,18 +116,8 @@ def test_a_number_is_judged_once_what_follows_shows_how_to_read_it(text: str, ju
 
 
 def _watch(pieces: Sequence[str], seen: list[str]) -> tuple[NumberWatch, int | None]:
-    """A watch fed `pieces` as tokens (token i is piece i); where it stopped, or None."""
-
-    def detokenize(tokens: Sequence[int]) -> str:
-        return "".join(pieces[t] for t in tokens)
-
-    watch = NumberWatch(detokenize, seen)
-    out: list[int] = []
-    for token in range(len(pieces)):
-        if watch(out, token):
-            return watch, token
-        out.append(token)
-    return watch, len(pieces) if watch(out, None) else None
+    """A number watch over `seen` fed `pieces` as tokens; where it stopped, or None."""
+    return fed(lambda detokenize: NumberWatch(detokenize, seen), pieces)
 
 
 def test_the_watch_stops_before_the_token_that_settles_a_number_nothing_gives() -> None:

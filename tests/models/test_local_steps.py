@@ -16,6 +16,8 @@ from tooluse.models._local_steps import (
     makes_new_calls,
 )
 
+from ._watch import fed
+
 #: First sentences the 1.5B wrote after a result, in place of the call they name.
 ANNOUNCED = [
     "To calculate the total price in British pounds for 2 monitors (SKU C100), we need to "
@@ -64,18 +66,9 @@ def test_a_sentence_not_yet_ended_announces_nothing() -> None:
 
 
 def _watch(pieces: Sequence[str], pattern: str | None = None) -> tuple[StepWatch, int | None]:
-    """A watch fed `pieces` as tokens (token i is piece i); where it stopped, or None."""
-
-    def detokenize(tokens: Sequence[int]) -> str:
-        return "".join(pieces[t] for t in tokens)
-
-    watch = StepWatch(detokenize, re.compile(pattern) if pattern else ANNOUNCED_STEP)
-    out: list[int] = []
-    for token in range(len(pieces)):
-        if watch(out, token):
-            return watch, token
-        out.append(token)
-    return watch, len(pieces) if watch(out, None) else None
+    """A step watch fed `pieces` as tokens; where it stopped, or None."""
+    compiled = re.compile(pattern) if pattern else ANNOUNCED_STEP
+    return fed(lambda detokenize: StepWatch(detokenize, compiled), pieces)
 
 
 def test_the_watch_stops_before_the_token_that_shows_the_sentence_ended() -> None:
