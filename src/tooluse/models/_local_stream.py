@@ -14,6 +14,7 @@ import asyncio
 import codecs
 import threading
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from ..decoding import CALL_OPEN
 from ._local_steps import whole_sentences
@@ -56,13 +57,17 @@ class Prose:
     Leading and trailing blanks are held back (the content is read stripped),
     as is a tail that may be the start of a frame's opener; a reply that opens
     with ``{`` or ``[`` may be calls written bare, and passes nothing on.
-    With `hold_numbers`, only whole sentences are passed on: a reply stopped
-    before a number nothing gives keeps only the sentences before it.
+    `hold` holds back more: ``"sentences"`` passes on whole sentences only (a
+    reply stopped before a number nothing gives keeps only the sentences before
+    it), ``"all"`` passes on nothing before `finish` (an answer may yet be taken
+    as a call instead).
     """
 
-    def __init__(self, emit: Callable[[str], None], *, hold_numbers: bool = False) -> None:
+    def __init__(
+        self, emit: Callable[[str], None], *, hold: Literal["sentences", "all"] | None = None
+    ) -> None:
         self._emit = emit
-        self._hold_numbers = hold_numbers
+        self._hold = hold
         self._text = ""
         self._sent = 0
         self._stopped = False
@@ -72,7 +77,7 @@ class Prose:
         return self._text[: self._sent]
 
     def feed(self, piece: str) -> None:
-        if self._stopped:
+        if self._stopped or self._hold == "all":
             return
         self._text += piece
         start = len(self._text) - len(self._text.lstrip())
@@ -89,7 +94,7 @@ class Prose:
             self._stopped = True
             return
         end = len(self._text) - _opener_prefix(self._text)
-        if self._hold_numbers:
+        if self._hold == "sentences":
             end = min(end, len(whole_sentences(self._text) or ""))
         self._send_to(end)
 
