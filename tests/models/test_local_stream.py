@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from collections.abc import Sequence
 
 import pytest
 
@@ -124,21 +125,13 @@ async def test_a_reply_gone_on_from_an_announced_step_streams_the_step_then_its_
         assert getattr(streamed, field) == getattr(whole, field), field
     text = [p.text for p in pieces if isinstance(p, TextDelta)]
     assert "".join(text) == whole.content
-    calls = [p for p in pieces if isinstance(p, CallDelta)]
-    assert [(c.name, c.arguments) for c in calls] == [
-        (c.name, c.arguments) for c in whole.tool_calls
-    ]
+    assert_calls_streamed(pieces, whole.tool_calls)
 
 
 async def test_a_reply_stopped_before_a_number_nothing_gives_streams_whole_sentences() -> None:
     watching = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=True)
     call = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
-    run = [
-        Message("system", "You are a helpful assistant."),
-        Message("user", "How tall is the Eiffel Tower?"),
-        Message("assistant", None, tool_calls=(call,)),
-        Message("tool", '{"name": "Eiffel Tower"}', tool_call_id="call_1"),
-    ]
+    run = after_one_call("How tall is the Eiffel Tower?", call, '{"name": "Eiffel Tower"}')
     request = ModelRequest(run, tools=list(toolbox))
     pieces: list[Delta] = []
     streamed = await watching.respond_stream(request, pieces.append)
@@ -147,27 +140,33 @@ async def test_a_reply_stopped_before_a_number_nothing_gives_streams_whole_sente
     # Only the whole sentences before the number were passed on: the reply's text.
     text = "".join(p.text for p in pieces if isinstance(p, TextDelta))
     assert text == (streamed.content or "") and number not in text
-    calls = [p for p in pieces if isinstance(p, CallDelta)]
-    assert [(c.name, c.arguments) for c in calls] == [
-        (c.name, c.arguments) for c in streamed.tool_calls
-    ]
+    assert_calls_streamed(pieces, streamed.tool_calls)
 
 
 async def test_an_answer_made_a_call_streams_only_the_call() -> None:
     naming = LocalModel("smollm2-135m", max_output_tokens=64, names_as_calls=True)
     call = ToolCall("call_1", "get_weather", '{"city": "Paris", "date": "2026-03-02"}')
-    run = [
-        Message("system", "You are a helpful assistant."),
-        Message("user", "What is the weather in Paris on 2026-03-02 and on 2026-03-03?"),
-        Message("assistant", None, tool_calls=(call,)),
-        Message("tool", '{"temperature_c": 18}', tool_call_id="call_1"),
-    ]
+    ask = "What is the weather in Paris on 2026-03-02 and on 2026-03-03?"
+    run = after_one_call(ask, call, '{"temperature_c": 18}')
     pieces: list[Delta] = []
     streamed = await naming.respond_stream(ModelRequest(run, tools=list(toolbox)), pieces.append)
     assert naming.last_stats.name == "2026-03-03" and streamed.tool_calls
     # The answer decoded first, and not taken, was never passed on.
     assert [p for p in pieces if isinstance(p, TextDelta)] == []
-    calls = [p for p in pieces if isinstance(p, CallDelta)]
-    assert [(c.name, c.arguments) for c in calls] == [
-        (c.name, c.arguments) for c in streamed.tool_calls
+    assert_calls_streamed(pieces, streamed.tool_calls)
+
+
+def after_one_call(task: str, call: ToolCall, result: str) -> list[Message]:
+    """A run's messages once `call` has returned `result`."""
+    return [
+        Message("system", "You are a helpful assistant."),
+        Message("user", task),
+        Message("assistant", None, tool_calls=(call,)),
+        Message("tool", result, tool_call_id=call.id),
     ]
+
+
+def assert_calls_streamed(pieces: list[Delta], calls: Sequence[ToolCall]) -> None:
+    """The stream's call pieces are `calls`, in order."""
+    streamed = [p for p in pieces if isinstance(p, CallDelta)]
+    assert [(c.name, c.arguments) for c in streamed] == [(c.name, c.arguments) for c in calls]

@@ -420,9 +420,7 @@ class LocalModel(Model):
         """Whether an answer to `request` would leave a code or date the user gave untaken."""
         return (
             self.names_as_calls
-            and self.constrained
-            and bool(request.tools)
-            and request.tool_choice == "auto"
+            and self._may_answer(request)
             and bool(unused_names(request.messages))
         )
 
@@ -430,11 +428,13 @@ class LocalModel(Model):
         """Whether an answer to `request` is watched for numbers nothing in the run gives."""
         return (
             self.numbers_as_calls
-            and self.constrained
-            and bool(request.tools)
-            and request.tool_choice == "auto"
+            and self._may_answer(request)
             and any(m.role == "tool" for m in request.messages)
         )
+
+    def _may_answer(self, request: ModelRequest) -> bool:
+        """Whether a constrained reply to `request` may be an answer or calls, as it chooses."""
+        return self.constrained and bool(request.tools) and request.tool_choice == "auto"
 
     def _take_number(  # noqa: PLR0917 (one call's parts, each needed)
         self,
