@@ -473,53 +473,11 @@ def test_a_number_whose_calls_the_run_has_made_goes_on_as_an_answer() -> None:
     assert again.content and again.content.startswith(before) and not again.tool_calls
 
 
-#: A run that has looked up the first of two days the user named.
-TWO_DAYS = "What is the weather in Paris on 2026-03-02 and on 2026-03-03?"
-TWO_DAYS_RUN = [
-    SYSTEM,
-    Message("user", TWO_DAYS),
-    Message(
-        "assistant",
-        None,
-        tool_calls=(ToolCall("call_1", "get_weather", '{"city": "Paris", "date": "2026-03-02"}'),),
-    ),
-    Message("tool", '{"temperature_c": 18}', tool_call_id="call_1"),
-]
-
-
-def test_an_answer_that_leaves_a_date_the_user_gave_untaken_is_made_a_call() -> None:
-    plain = LocalModel("smollm2-135m", max_output_tokens=64, names_as_calls=False)
-    naming = LocalModel("smollm2-135m", max_output_tokens=64, names_as_calls=True)
-    request = ModelRequest(TWO_DAYS_RUN, TOOLS)
-    answer = plain.respond_sync(request)
-    assert answer.content and not answer.tool_calls, answer  # the tiny model answers
-
-    made = naming.respond_sync(request)
-    assert made.content is None and made.tool_calls and made.problems == []
-    for call in made.tool_calls:
-        assert_valid(call)
-    assert naming.last_stats.name == "2026-03-03" and plain.last_stats.name is None
-
-    # Once a call has taken the second date, the answer stands.
-    both = ToolCall("call_2", "get_weather", '{"city": "Paris", "date": "2026-03-03"}')
-    run = [
-        *TWO_DAYS_RUN,
-        Message("assistant", None, tool_calls=(both,)),
-        Message("tool", '{"temperature_c": 16}', tool_call_id="call_2"),
-    ]
-    after = ModelRequest(run, TOOLS)
-    plain.respond_sync(after)  # see test_an_answer_stating_a_number_nothing_gives_goes_on_as_a_call
-    assert naming.respond_sync(after) == plain.respond_sync(after)
-    assert naming.last_stats.name is None
-
-
 def test_the_registry_takes_numbers_as_calls_for_the_1_5b_only() -> None:
     registry = Registry()
     assert registry["qwen2.5-coder-1.5b"].numbers_as_calls
     assert not registry["qwen2.5-coder-0.5b"].numbers_as_calls
     assert not LocalModel("smollm2-135m").numbers_as_calls
-    assert registry["qwen2.5-coder-1.5b"].names_as_calls
-    assert not LocalModel("smollm2-135m").names_as_calls
 
 
 def test_a_step_that_would_repeat_the_runs_calls_goes_on_as_an_answer() -> None:

@@ -149,7 +149,7 @@ def test_the_watch_leaves_sound_answers_and_calls_alone() -> None:
 
 def test_prose_holding_numbers_passes_on_whole_sentences_only() -> None:
     sent: list[str] = []
-    prose = Prose(sent.append, hold="sentences")
+    prose = Prose(sent.append, hold_sentences=True)
     for piece in ["The rate is 0.92", ". So 100", " USD is", " 92 EUR", ".", " Done", "."]:
         prose.feed(piece)
     assert sent == ["The rate is 0.92.", " So 100 USD is 92 EUR."]
@@ -174,13 +174,3 @@ def test_prose_holding_numbers_passes_on_whole_sentences_only() -> None:
 )
 def test_whole_sentences_are_those_a_blank_has_followed(text: str, sentences: str | None) -> None:
     assert whole_sentences(text) == sentences
-
-
-def test_prose_holding_all_passes_on_nothing_before_it_finishes() -> None:
-    sent: list[str] = []
-    prose = Prose(sent.append, hold="all")
-    for piece in ["The stock", " of A100 is 120.", " Done."]:
-        prose.feed(piece)
-    assert sent == []
-    prose.finish("The stock of A100 is 120. Done.")
-    assert sent == ["The stock of A100 is 120. Done."]

@@ -14,7 +14,6 @@ from tooluse.models._local_steps import (
     announced_step,
     first_sentence,
     makes_new_calls,
-    unused_names,
 )
 
 from ._watch import fed
@@ -122,17 +121,3 @@ def test_a_step_makes_new_calls_only_with_a_call_the_run_has_not_made() -> None:
         [ToolCall("c", "f", "[1]")],
         [Message("assistant", None, tool_calls=(ToolCall("c", "f", "[1"),))],
     )
-
-
-def test_unused_names_are_the_users_codes_and_dates_no_call_has_taken() -> None:
-    ask = Message("user", "Check the stock of the USB-C cable (A100), B100 and B200 on 2026-03-02.")
-    called = Message(
-        "assistant", None, tool_calls=(ToolCall("c1", "check_stock", '{"sku": "a100"}'),)
-    )
-    assert unused_names([ask]) == []  # nothing called yet: nothing to say
-    assert unused_names([ask, called]) == ["B100", "B200", "2026-03-02"]
-    both = ToolCall("c2", "check_stock", '{"sku": "B100", "date": "2026-03-02"}')
-    assert unused_names([ask, called, Message("assistant", None, tool_calls=(both,))]) == ["B200"]
-    # Words, counts and codes of one letter and digit are not names a call would take.
-    plain = Message("user", "Is it warmer in Paris or London? Give 3 answers, Q3 included.")
-    assert unused_names([plain, called]) == []

@@ -143,19 +143,6 @@ async def test_a_reply_stopped_before_a_number_nothing_gives_streams_whole_sente
     assert_calls_streamed(pieces, streamed.tool_calls)
 
 
-async def test_an_answer_made_a_call_streams_only_the_call() -> None:
-    naming = LocalModel("smollm2-135m", max_output_tokens=64, names_as_calls=True)
-    call = ToolCall("call_1", "get_weather", '{"city": "Paris", "date": "2026-03-02"}')
-    ask = "What is the weather in Paris on 2026-03-02 and on 2026-03-03?"
-    run = after_one_call(ask, call, '{"temperature_c": 18}')
-    pieces: list[Delta] = []
-    streamed = await naming.respond_stream(ModelRequest(run, tools=list(toolbox)), pieces.append)
-    assert naming.last_stats.name == "2026-03-03" and streamed.tool_calls
-    # The answer decoded first, and not taken, was never passed on.
-    assert [p for p in pieces if isinstance(p, TextDelta)] == []
-    assert_calls_streamed(pieces, streamed.tool_calls)
-
-
 def after_one_call(task: str, call: ToolCall, result: str) -> list[Message]:
     """A run's messages once `call` has returned `result`."""
     return [

@@ -58,13 +58,7 @@ from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, Tex
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
 from ._local_numbers import NumberWatch
-from ._local_steps import (
-    ANNOUNCED_STEP,
-    StepWatch,
-    makes_new_calls,
-    unused_names,
-    whole_sentences,
-)
+from ._local_steps import ANNOUNCED_STEP, StepWatch, makes_new_calls, whole_sentences
 from ._local_stream import Prose, TokenText
 from ._registry import Registry, default_local
 
@@ -116,9 +110,6 @@ class DecodeStats:
     #: (`LocalModel`'s `numbers_as_calls`), if it was; the reply's calls follow
     #: from there, unless the run had made them all.
     number: str | None = None
-    #: The code or date the user gave that no call had taken, where the reply,
-    #: an answer, was made a call instead (`LocalModel`'s `names_as_calls`).
-    name: str | None = None
 
 
 class LocalModel(Model):
@@ -182,13 +173,6 @@ class LocalModel(Model):
             text (`DecodeStats.number` records the number). Where those calls
             were all made already, the answer goes on with its number. None
             takes the registry's: on for the 1.5B.
-        names_as_calls: where a reply may be an answer or calls, the run has
-            made a call, and the user's messages give a code or a date no call
-            has taken ("the keyboard (B200)"), an answer is decoded again under
-            a grammar that allows only calls, and those calls are the reply
-            where the run has not made them all (`DecodeStats.name` records
-            the name); else the answer stands. Streamed, such an answer comes
-            in one piece. None takes the registry's: on for the 1.5B.
     """
 
     def __init__(
@@ -211,7 +195,6 @@ class LocalModel(Model):
         check_answers: bool | None = None,
         steps_as_calls: bool | re.Pattern[str] | None = None,
         numbers_as_calls: bool | None = None,
-        names_as_calls: bool | None = None,
     ) -> None:
         registry = Registry()
         if path is None or (str(path) in registry and not Path(path).is_file()):
@@ -230,8 +213,6 @@ class LocalModel(Model):
                 steps_as_calls = entry.steps_as_calls
             if numbers_as_calls is None:
                 numbers_as_calls = entry.numbers_as_calls
-            if names_as_calls is None:
-                names_as_calls = entry.names_as_calls
         else:
             self.path = Path(path)
             if not self.path.is_file():
@@ -264,8 +245,6 @@ class LocalModel(Model):
         )
         #: Whether an answer's number nothing in the run gives is gone on from as a call.
         self.numbers_as_calls = bool(numbers_as_calls)
-        #: Whether an answer while the user's codes or dates are not all taken is made a call.
-        self.names_as_calls = bool(names_as_calls)
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         self._fallbacks_told: set[str] = set()  # llguidance refusals already logged
@@ -287,12 +266,10 @@ class LocalModel(Model):
         """
         loop = asyncio.get_running_loop()
         calls_in_text = bool(request.tools) and request.tool_choice != "none"
-        hold: Literal["sentences", "all"] | None = None
-        if self._names_pending(request):
-            hold = "all"
-        elif self._numbers_watched(request):
-            hold = "sentences"
-        prose = Prose(lambda text: on_delta(TextDelta(text)), hold=hold)
+        prose = Prose(
+            lambda text: on_delta(TextDelta(text)),
+            hold_sentences=self._numbers_watched(request),
+        )
         stop = threading.Event()
 
         def emit(text: str) -> None:
@@ -328,15 +305,7 @@ class LocalModel(Model):
         grammar = self.grammar_for(request)
         prompt = self.prompt(request)
         with engine.lock:
-            response = self._respond_locked(engine, request, grammar, prompt, on_text, stop)
-            names = unused_names(request.messages) if self._names_pending(request) else []
-            if names and not response.tool_calls and grammar is not None:
-                taken = self._take_step(engine, request, prompt, "", self.last_stats, stop)
-                if taken is not None:
-                    taken.content = None
-                    self.last_stats.step, self.last_stats.name = None, names[0]
-                    return taken
-        return response
+            return self._respond_locked(engine, request, grammar, prompt, on_text, stop)
 
     def _respond_locked(  # noqa: PLR0917 (one call's parts, each needed)
         self,
@@ -415,14 +384,6 @@ class LocalModel(Model):
             seen = [m.content for m in request.messages if m.role in ("user", "tool") and m.content]
             numbers = NumberWatch(engine.detokenize, seen)
         return _Watch(step, numbers)
-
-    def _names_pending(self, request: ModelRequest) -> bool:
-        """Whether an answer to `request` would leave a code or date the user gave untaken."""
-        return (
-            self.names_as_calls
-            and self._may_answer(request)
-            and bool(unused_names(request.messages))
-        )
 
     def _numbers_watched(self, request: ModelRequest) -> bool:
         """Whether an answer to `request` is watched for numbers nothing in the run gives."""
@@ -504,7 +465,7 @@ class LocalModel(Model):
         """
         required = self.grammar_for(replace(request, tool_choice="required"))
         tokens, finish, second, mask = self._decode(
-            engine, request, f"{prompt}{step}\n" if step else prompt, required, _unshown, stop, None
+            engine, request, f"{prompt}{step}\n", required, _unshown, stop, None
         )
         stats = _joined(first, second)
         if number is None:

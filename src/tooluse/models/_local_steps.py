@@ -25,7 +25,6 @@ __all__ = [
     "announced_step",
     "first_sentence",
     "makes_new_calls",
-    "unused_names",
     "whole_sentences",
 ]
 
@@ -37,9 +36,6 @@ ANNOUNCED_STEP = re.compile(
     r"(?:we|I)(?:'ll| will)? (?:first )?(?:need to|must|have to|use|can use|should)\b",
     re.IGNORECASE,
 )
-#: A name in a request that a call would take as it is: a code (``B200``,
-#: ``SKU-123``, ``TX12345``) or a date (``2026-03-02``).
-NAMED = re.compile(r"\b(?:[A-Z]{1,5}-?\d{2,}[A-Z0-9]*|\d{4}-\d{2}-\d{2})\b")
 #: A sentence ends at a full stop or colon followed by a blank, or at a line's end.
 _SENTENCE_END = re.compile(r"[.:](?=\s)|\n")
 
@@ -106,21 +102,6 @@ class StepWatch:
         if self._pattern.match(sentence):
             self.step = sentence
         return self.step is not None
-
-
-def unused_names(messages: Iterable[Message]) -> list[str]:
-    """The codes and dates the user's messages give that no call of the run has taken.
-
-    "Check the stock of A100, B100 and B200." and a run that has called
-    `check_stock` for A100 alone: B100 and B200. Empty until a call has been made.
-    """
-    messages = list(messages)
-    used = " ".join(c.arguments for m in messages for c in m.tool_calls).lower()
-    if not used:
-        return []
-    asked = "\n".join(m.content for m in messages if m.role == "user" and m.content)
-    names = dict.fromkeys(match.group() for match in NAMED.finditer(asked))
-    return [name for name in names if name.lower() not in used]
 
 
 def makes_new_calls(calls: Sequence[ToolCall], messages: Iterable[Message]) -> bool:

