@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tooluse.models._local_numbers import NUMBER, NumberWatch, held_back, settled, unsupported
+from tooluse.models._local_numbers import NUMBER, NumberWatch, settled, unsupported
 from tooluse.models._local_steps import whole_sentences
 from tooluse.models._local_stream import Prose
 
@@ -112,7 +112,6 @@ def test_a_fan_outs_total_over_every_result_is_supported() -> None:
 def test_a_number_is_judged_once_what_follows_shows_how_to_read_it(text: str, judged: bool) -> None:
     match = list(NUMBER.finditer(text))[-1]
     assert settled(text, match) is judged
-    assert held_back(text) == (len(text) if judged else match.start())
 
 
 def _watch(pieces: Sequence[str], seen: list[str]) -> tuple[NumberWatch, int | None]:

@@ -26,7 +26,7 @@ operands of arithmetic written out (a formula's ``32`` in ``18 * 9/5 + 32 =
 
 `NumberWatch` follows an answer as it is decoded and stops it before the first
 number that is not supported, once what follows the number shows how to read it
-(`settled`); `held_back` tells a stream where the text not yet judged begins.
+(`settled`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-__all__ = ["NUMBER", "NumberWatch", "held_back", "settled", "unsupported"]
+from ..decoding import CALL_OPEN
+
+__all__ = ["NUMBER", "NumberWatch", "settled", "unsupported"]
 
 #: A number as written in prose: ``2,794,356``, ``-14``, ``26.22``.
 NUMBER = re.compile(r"(?<![\w.,])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)")
@@ -61,7 +63,7 @@ _OPERATOR_BEFORE = re.compile(r"[-+*/×÷]\s*\(?\s*$")
 #: not yet ended (a scale, "million", may be coming).
 _OPEN_TAIL = re.compile(r"\s*[A-Za-z]*")
 #: Where a call frame begins; past it, the text is not an answer's prose.
-_CALL_STARTS = ("<tool_call>", "```")
+_CALL_STARTS = (CALL_OPEN, "```")
 #: An expression worked out in the answer: numbers joined by operators, then ``=``.
 _WORKED = re.compile(
     r"(?P<expr>\(?\s*[-\d.,]+(?:\s*[)(]?\s*[-+*/×÷x]\s*[)(]?\s*[-\d.,]+\)?)+)\s*=\s*"
@@ -97,16 +99,6 @@ def settled(text: str, match: re.Match[str]) -> bool:
     """
     after = text[match.end() :]
     return len(after) >= 2 and _OPEN_TAIL.fullmatch(after) is None
-
-
-def held_back(text: str) -> int:
-    """Where the part of `text` not yet judged begins: its last number, while unsettled."""
-    last = None
-    for last in NUMBER.finditer(text):  # noqa: B007 (the last match is what is wanted)
-        pass
-    if last is None or settled(text, last):
-        return len(text)
-    return last.start()
 
 
 class NumberWatch:
