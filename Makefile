@@ -26,14 +26,13 @@ test: setup lint typecheck pytest
 
 # Everything but what decodes with a local model, drives npm's MCP servers or a
 # browser, starts Ray, or builds and benchmarks at length (markers set in
-# tests/conftest.py). One worker more than the cores: much of the tier waits on
-# processes it started (servers, sandboxes, the CLI), and the extra worker runs
+# tests/conftest.py). Two workers more than the cores: much of the tier waits on
+# processes it started (servers, sandboxes, the CLI), and the extra workers run
 # meanwhile; each worker also collects every module, so more cost more (on 2 cores,
-# quiet: 3:52 with 2 workers, 3:05 with 3, 3:12 with 4; with 3 and nothing collected
-# that -m leaves out, 2:52 and 2:56; with pytest's rewrite cache kept, 3:02 with 4;
-# with the sandbox's attacks run once too, 2:49 with 3).
+# quiet, alternated in one half hour: 3:01 and 3:05 with 3 workers, 2:47 and 2:51
+# with 4; earlier, 3:52 with 2 workers).
 FAST := not (model or npm or browser or ray or postgres or slow)
-WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 test-fast: setup bytecode
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal -m "$(FAST)"
 

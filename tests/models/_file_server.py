@@ -84,7 +84,9 @@ def serve(state: FileServer) -> Iterator[FileServer]:
     server = _Server(("127.0.0.1", 0), _Handler)
     server.state = state
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield state
