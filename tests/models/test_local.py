@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -414,21 +415,35 @@ def test_the_registry_takes_steps_as_calls_for_the_1_5b_only() -> None:
     assert LocalModel("smollm2-135m").step_pattern is None
 
 
+def without_and_with(lever: str) -> tuple[LocalModel, LocalModel]:
+    """The tiny model without `lever` (a `LocalModel` option) and with it."""
+    off: dict[str, Any] = {lever: False}
+    on: dict[str, Any] = {lever: True}
+    return (
+        LocalModel("smollm2-135m", max_output_tokens=96, **off),
+        LocalModel("smollm2-135m", max_output_tokens=96, **on),
+    )
+
+
+def after_one_call(task: str, call: ToolCall, result: str) -> list[Message]:
+    """A run's messages once `call` has returned `result`."""
+    return [
+        SYSTEM,
+        Message("user", task),
+        Message("assistant", None, tool_calls=(call,)),
+        Message("tool", result, tool_call_id=call.id),
+    ]
+
+
 #: A run whose one result gives no number, so that the tiny model's answer, which
 #: states the Eiffel Tower's height from memory, has numbers nothing gives.
 HEIGHT = "How tall is the Eiffel Tower?"
 HEIGHT_CALL = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
-HEIGHT_RUN = [
-    SYSTEM,
-    Message("user", HEIGHT),
-    Message("assistant", None, tool_calls=(HEIGHT_CALL,)),
-    Message("tool", '{"name": "Eiffel Tower"}', tool_call_id="call_1"),
-]
+HEIGHT_RUN = after_one_call(HEIGHT, HEIGHT_CALL, '{"name": "Eiffel Tower"}')
 
 
 def test_an_answer_stating_a_number_nothing_gives_goes_on_as_a_call() -> None:
-    plain = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=False)
-    watching = LocalModel("smollm2-135m", max_output_tokens=96, numbers_as_calls=True)
+    plain, watching = without_and_with("numbers_as_calls")
     request = ModelRequest(HEIGHT_RUN, TOOLS)
     # Once first: later decodes of this prompt reuse its evaluation, whose last bits
     # differ from a fresh one's, and this prompt's first tokens are a near tie.
@@ -500,3 +515,37 @@ def test_a_step_that_would_repeat_the_runs_calls_goes_on_as_an_answer() -> None:
     sentence = first_sentence(after.content)
     assert sentence and after.content.startswith(sentence + "\n")
     assert stepping.last_stats.step is None
+
+
+WARMER = "Is it warmer in Paris or in London right now?"
+PARIS_CALL = ToolCall("call_1", "get_current_weather", '{"location": "Paris"}')
+WARMER_RUN = after_one_call(WARMER, PARIS_CALL, '{"location": "Paris", "temperature_c": 18}')
+
+
+def test_an_answer_while_a_listed_item_is_owed_is_made_the_call_that_takes_it() -> None:
+    plain, owing = without_and_with("items_as_calls")
+    request = ModelRequest(WARMER_RUN, TOOLS)
+    plain.respond_sync(
+        request
+    )  # see test_an_answer_stating_a_number_nothing_gives_goes_on_as_a_call
+    answer = plain.respond_sync(request)
+    assert answer.content and not answer.tool_calls, answer  # Paris alone, and an answer
+
+    taken = owing.respond_sync(request)
+    assert taken.content is None and taken.problems == []
+    [call] = taken.tool_calls
+    assert (call.name, json.loads(call.arguments)["location"]) == ("get_current_weather", "London")
+    assert_valid(call)
+    assert owing.last_stats.item == "London" and plain.last_stats.item is None
+
+    # Before any call, nothing is owed: the reply is the plain one.
+    first = ModelRequest(WARMER_RUN[:2], TOOLS)
+    assert owing.respond_sync(first) == plain.respond_sync(first)
+    assert owing.last_stats.item is None
+
+
+def test_the_registry_takes_items_as_calls_for_the_1_5b_only() -> None:
+    registry = Registry()
+    assert registry["qwen2.5-coder-1.5b"].items_as_calls
+    assert not registry["qwen2.5-coder-0.5b"].items_as_calls
+    assert not LocalModel("smollm2-135m").items_as_calls

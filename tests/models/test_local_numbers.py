@@ -148,7 +148,7 @@ def test_the_watch_leaves_sound_answers_and_calls_alone() -> None:
 
 def test_prose_holding_numbers_passes_on_whole_sentences_only() -> None:
     sent: list[str] = []
-    prose = Prose(sent.append, hold_sentences=True)
+    prose = Prose(sent.append, hold="sentences")
     for piece in ["The rate is 0.92", ". So 100", " USD is", " 92 EUR", ".", " Done", "."]:
         prose.feed(piece)
     assert sent == ["The rate is 0.92.", " So 100 USD is 92 EUR."]

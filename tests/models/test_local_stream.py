@@ -143,6 +143,20 @@ async def test_a_reply_stopped_before_a_number_nothing_gives_streams_whole_sente
     assert_calls_streamed(pieces, streamed.tool_calls)
 
 
+async def test_an_answer_made_the_call_an_owed_item_needs_streams_no_text() -> None:
+    owing = LocalModel("smollm2-135m", max_output_tokens=96, items_as_calls=True)
+    call = ToolCall("call_1", "get_current_weather", '{"location": "Paris"}')
+    run = after_one_call(
+        "Is it warmer in Paris or in London right now?", call, '{"temperature_c": 18}'
+    )
+    pieces: list[Delta] = []
+    streamed = await owing.respond_stream(ModelRequest(run, tools=list(toolbox)), pieces.append)
+    assert owing.last_stats.item == "London" and streamed.content is None, streamed
+    # The answer it replaced was held back whole: nothing of it was passed on.
+    assert [p for p in pieces if isinstance(p, TextDelta)] == []
+    assert_calls_streamed(pieces, streamed.tool_calls)
+
+
 def after_one_call(task: str, call: ToolCall, result: str) -> list[Message]:
     """A run's messages once `call` has returned `result`."""
     return [

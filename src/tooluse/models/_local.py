@@ -57,6 +57,7 @@ from ..decoding import (
 from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
+from ._local_items import OwedItem, owed_tool, untaken_items
 from ._local_numbers import NumberWatch
 from ._local_steps import ANNOUNCED_STEP, StepWatch, makes_new_calls, whole_sentences
 from ._local_stream import Prose, TokenText
@@ -110,6 +111,9 @@ class DecodeStats:
     #: (`LocalModel`'s `numbers_as_calls`), if it was; the reply's calls follow
     #: from there, unless the run had made them all.
     number: str | None = None
+    #: The item of the user's list no call had taken, where the reply, an answer,
+    #: was made the call that takes it (`LocalModel`'s `items_as_calls`).
+    item: str | None = None
 
 
 class LocalModel(Model):
@@ -173,6 +177,14 @@ class LocalModel(Model):
             text (`DecodeStats.number` records the number). Where those calls
             were all made already, the answer goes on with its number. None
             takes the registry's: on for the 1.5B.
+        items_as_calls: where a reply may be an answer or calls and the task
+            lists items side by side ("in Paris or in London", "50 EUR and 30
+            GBP") of which a call has taken one for a parameter and none has
+            taken another, an answer is replaced by the call of that tool that
+            takes the other for that parameter, its other arguments decoded
+            under the tool's grammar (`DecodeStats.item` records the item).
+            Streamed, such an answer comes in one piece. None takes the
+            registry's: on for the 1.5B.
     """
 
     def __init__(
@@ -195,6 +207,7 @@ class LocalModel(Model):
         check_answers: bool | None = None,
         steps_as_calls: bool | re.Pattern[str] | None = None,
         numbers_as_calls: bool | None = None,
+        items_as_calls: bool | None = None,
     ) -> None:
         registry = Registry()
         if path is None or (str(path) in registry and not Path(path).is_file()):
@@ -213,6 +226,8 @@ class LocalModel(Model):
                 steps_as_calls = entry.steps_as_calls
             if numbers_as_calls is None:
                 numbers_as_calls = entry.numbers_as_calls
+            if items_as_calls is None:
+                items_as_calls = entry.items_as_calls
         else:
             self.path = Path(path)
             if not self.path.is_file():
@@ -245,6 +260,8 @@ class LocalModel(Model):
         )
         #: Whether an answer's number nothing in the run gives is gone on from as a call.
         self.numbers_as_calls = bool(numbers_as_calls)
+        #: Whether an answer while an item of the user's list is owed its call is made that call.
+        self.items_as_calls = bool(items_as_calls)
         self.name = f"local:{self.path.stem}"
         self._rng = np.random.default_rng(seed)
         self._fallbacks_told: set[str] = set()  # llguidance refusals already logged
@@ -266,10 +283,12 @@ class LocalModel(Model):
         """
         loop = asyncio.get_running_loop()
         calls_in_text = bool(request.tools) and request.tool_choice != "none"
-        prose = Prose(
-            lambda text: on_delta(TextDelta(text)),
-            hold_sentences=self._numbers_watched(request),
-        )
+        hold: Literal["sentences", "all"] | None = None
+        if self._owed_items(request):
+            hold = "all"
+        elif self._numbers_watched(request):
+            hold = "sentences"
+        prose = Prose(lambda text: on_delta(TextDelta(text)), hold=hold)
         stop = threading.Event()
 
         def emit(text: str) -> None:
@@ -305,7 +324,11 @@ class LocalModel(Model):
         grammar = self.grammar_for(request)
         prompt = self.prompt(request)
         with engine.lock:
-            return self._respond_locked(engine, request, grammar, prompt, on_text, stop)
+            response = self._respond_locked(engine, request, grammar, prompt, on_text, stop)
+            owed = self._owed_items(request)
+            if owed and not response.tool_calls:
+                return self._take_item(engine, request, prompt, owed[0], stop)
+            return response
 
     def _respond_locked(  # noqa: PLR0917 (one call's parts, each needed)
         self,
@@ -384,6 +407,42 @@ class LocalModel(Model):
             seen = [m.content for m in request.messages if m.role in ("user", "tool") and m.content]
             numbers = NumberWatch(engine.detokenize, seen)
         return _Watch(step, numbers)
+
+    def _owed_items(self, request: ModelRequest) -> list[OwedItem]:
+        """The items of the task's lists owed a call, where an answer would be made one."""
+        if not (self.items_as_calls and self._may_answer(request)):
+            return []
+        tools = {t.name: t for t in request.tools}
+        return [i for i in untaken_items(request.messages) if i.tool in tools]
+
+    def _take_item(
+        self,
+        engine: _Engine,
+        request: ModelRequest,
+        prompt: str,
+        item: OwedItem,
+        stop: threading.Event | None,
+    ) -> ModelResponse:
+        """The call of `item`'s tool that takes it, in place of an answer."""
+        answered = self.last_stats
+        tool = next(t for t in request.tools if t.name == item.tool)
+        grammar = call_grammar(
+            GrammarTool(tool.name, owed_tool(tool.parameters, item)),
+            max_string_length=self.max_string_length,
+            tag_tokens=self._tag_tokens(),
+        )
+        tokens, finish, second, mask = self._decode(
+            engine, request, prompt, grammar, _unshown, stop, None
+        )
+        stats = _joined(answered, second)
+        stats.item = item.value
+        self.last_stats = stats
+        response = self._reply(
+            request, engine.detokenize(tokens), n_out=len(tokens), finish=finish, stats=stats,
+            mask=mask,
+        )  # fmt: skip
+        response.content = None
+        return response
 
     def _numbers_watched(self, request: ModelRequest) -> bool:
         """Whether an answer to `request` is watched for numbers nothing in the run gives."""

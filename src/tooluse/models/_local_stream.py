@@ -14,6 +14,7 @@ import asyncio
 import codecs
 import threading
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from ..decoding import CALL_OPEN
 from ._local_steps import whole_sentences
@@ -56,13 +57,20 @@ class Prose:
     Leading and trailing blanks are held back (the content is read stripped),
     as is a tail that may be the start of a frame's opener; a reply that opens
     with ``{`` or ``[`` may be calls written bare, and passes nothing on.
-    With `hold_sentences`, only whole sentences are passed on: a reply stopped
-    before a number nothing gives keeps only the sentences before it.
+    With `hold` ``"sentences"``, only whole sentences are passed on: a reply
+    stopped before a number nothing gives keeps only the sentences before it.
+    With ``"all"``, nothing is passed on as it comes: an answer that may be
+    replaced by a call comes whole, from `finish`, if it stands.
     """
 
-    def __init__(self, emit: Callable[[str], None], *, hold_sentences: bool = False) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str], None],
+        *,
+        hold: Literal["sentences", "all"] | None = None,
+    ) -> None:
         self._emit = emit
-        self._hold_sentences = hold_sentences
+        self._hold = hold
         self._text = ""
         self._sent = 0
         self._stopped = False
@@ -89,7 +97,9 @@ class Prose:
             self._stopped = True
             return
         end = len(self._text) - _opener_prefix(self._text)
-        if self._hold_sentences:
+        if self._hold == "all":
+            return
+        if self._hold == "sentences":
             end = min(end, len(whole_sentences(self._text) or ""))
         self._send_to(end)
 

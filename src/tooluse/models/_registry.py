@@ -121,6 +121,9 @@ class RegisteredModel:
     #: Whether an answer's number that nothing in the run gives is gone on from
     #: as a call (`LocalModel`'s `numbers_as_calls`).
     numbers_as_calls: bool = False
+    #: Whether an answer while an item of the user's list is owed its call is made
+    #: that call (`LocalModel`'s `items_as_calls`).
+    items_as_calls: bool = False
 
 
 def _split(project_stem: str, version: str, count: int) -> tuple[WheelPart, ...]:
@@ -158,6 +161,7 @@ MODELS = (
         check_answers=True,
         steps_as_calls=True,
         numbers_as_calls=True,
+        items_as_calls=True,
     ),
 )
 

@@ -44,6 +44,7 @@ from ..policy._approval import ApprovalRequest
 from ..tools import Tool
 from ..tools._output import OutputTool
 from ._answercheck import NOTE_START, contradiction, echo
+from ._comparecheck import refuted_comparison
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 from ._unitcheck import UnitMismatch, unit_mismatch
@@ -824,7 +825,10 @@ def _noted_answer(state: RunState, answer: str, task: str, round_: int, last_rou
     ]
     results = [(c.name, c.result) for c in state.calls if c.ok]
     found = (
-        echo(answer, task) or contradiction(answer, seen) or unit_mismatch(answer, task, results)
+        echo(answer, task)
+        or contradiction(answer, seen)
+        or refuted_comparison(answer, results)
+        or unit_mismatch(answer, task, results)
     )
     if state.noted_answer:
         if state.tracing:

@@ -1,0 +1,137 @@
+"""Items the user listed side by side, owed the call a sibling of theirs got (no model)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tooluse._messages import Message, ToolCall
+from tooluse.models._local_items import OwedItem, owed_tool, untaken_items
+from tooluse.models._local_stream import Prose
+
+
+def run(task: str, *calls: tuple[str, dict[str, Any]]) -> list[Message]:
+    """A run's messages: the task, then each call with a result."""
+    messages = [Message("system", "You are a helpful assistant."), Message("user", task)]
+    for i, (name, arguments) in enumerate(calls):
+        call = ToolCall(f"c{i}", name, json.dumps(arguments))
+        messages += [
+            Message("assistant", None, tool_calls=(call,)),
+            Message("tool", "{}", tool_call_id=f"c{i}"),
+        ]
+    return messages
+
+
+STOCK = (
+    "Check the stock of the USB-C cable (A100), the wireless mouse (B100) and the "
+    "keyboard (B200). Which has the most units, and how many units are there in total?"
+)
+
+
+@pytest.mark.parametrize(
+    ("task", "calls", "owed"),
+    [
+        (
+            "Is it warmer in Paris or in London right now?",
+            [("get_weather", {"city": "Paris"})],
+            [OwedItem("get_weather", "city", "London")],
+        ),
+        (
+            "I have 50 EUR and 30 GBP. How much is that together in US dollars?",
+            [("convert_currency", {"amount": 80, "from_currency": "EUR", "to_currency": "USD"})],
+            [OwedItem("convert_currency", "from_currency", "GBP")],
+        ),
+        # The list is walked one item at a time: B200 is owed once B100 is taken.
+        (STOCK, [("check_stock", {"sku": "A100"})], [OwedItem("check_stock", "sku", "B100")]),
+        (
+            STOCK,
+            [("check_stock", {"sku": "A100"}), ("check_stock", {"sku": "B100"})],
+            [OwedItem("check_stock", "sku", "B200")],
+        ),
+        (
+            "Is it warmer in Paris or in London right now?",
+            [("get_weather", {"city": "London"})],
+            [OwedItem("get_weather", "city", "Paris")],
+        ),
+    ],
+)
+def test_an_item_listed_beside_one_a_call_took_is_owed_that_call(
+    task: str, calls: list[tuple[str, dict[str, Any]]], owed: list[OwedItem]
+) -> None:
+    assert untaken_items(run(task, *calls)) == owed
+
+
+@pytest.mark.parametrize(
+    ("task", "calls"),
+    [
+        # Every item taken.
+        (
+            STOCK,
+            [("check_stock", {"sku": s}) for s in ("A100", "B100", "B200")],
+        ),
+        # No call yet: nothing is owed, whatever the task lists.
+        ("Is it warmer in Paris or in London right now?", []),
+        # A unit after a place is not a second place: the word before each differs.
+        (
+            "What is the temperature in Oslo, in degrees Fahrenheit?",
+            [("get_weather", {"city": "Oslo"})],
+        ),
+        # Joined, but too far apart to be one list.
+        (
+            "Tell me the temperature in Tokyo in Fahrenheit, and what time it is in London.",
+            [("get_weather", {"city": "Tokyo"})],
+        ),
+        # Not joined by a comma, "and" or "or".
+        ("I'm flying from London to Tokyo.", [("get_weather", {"city": "London"})]),
+        # In another sentence.
+        ("Find the weather in Paris. Tell me about London.", [("get_weather", {"city": "Paris"})]),
+        # Of another kind: a code beside a name.
+        ("Is the HDMI cable (A200) or the Mouse in stock?", [("check_stock", {"sku": "A200"})]),
+    ],
+)
+def test_nothing_is_owed_where_the_items_are_not_one_list_or_all_are_taken(
+    task: str, calls: list[tuple[str, dict[str, Any]]]
+) -> None:
+    assert untaken_items(run(task, *calls)) == []
+
+
+def test_the_task_is_the_last_user_message_and_calls_written_as_text_are_passed_over() -> None:
+    messages = run(
+        "Is it warmer in Paris or in London right now?", ("get_weather", {"city": "Paris"})
+    )
+    # An earlier exchange's list is not this task's.
+    later = [*messages, Message("assistant", "Paris."), Message("user", "Thanks. And in Oslo?")]
+    assert untaken_items(later) == []
+    # A call whose arguments are not an object took nothing.
+    odd = Message("assistant", None, tool_calls=(ToolCall("c9", "get_weather", "Paris"),))
+    assert untaken_items([*messages[:2], odd]) == []
+
+
+def test_the_owed_tools_schema_fixes_the_parameter_and_keeps_the_rest() -> None:
+    parameters = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city."},
+            "unit": {"type": "string", "enum": ["C", "F"]},
+        },
+        "required": ["unit"],
+    }
+    fixed = owed_tool(parameters, OwedItem("get_weather", "city", "London"))
+    assert fixed["properties"] == {
+        "city": {"description": "The city.", "const": "London"},
+        "unit": {"type": "string", "enum": ["C", "F"]},
+    }
+    assert fixed["required"] == ["unit", "city"]
+    assert parameters["required"] == ["unit"]  # the tool's own schema is left as it was
+
+
+def test_a_stream_holding_all_passes_nothing_on_until_the_reply_stands() -> None:
+    sent: list[str] = []
+    prose = Prose(sent.append, hold="all")
+    for piece in ["Paris is ", "warmer. ", "It is 18 °C there."]:
+        prose.feed(piece)
+    assert sent == []
+    prose.finish("Paris is warmer. It is 18 °C there.")
+    assert sent == ["Paris is warmer. It is 18 °C there."]
