@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tooluse._messages import Message, ToolCall
-from tooluse.models._local_items import OwedItem, owed_tool, untaken_items
+from tooluse.models._local_items import OwedItem, admits, owed_tool, untaken_items
 from tooluse.models._local_stream import Prose
 
 
@@ -135,3 +135,30 @@ def test_a_stream_holding_all_passes_nothing_on_until_the_reply_stands() -> None
     assert sent == []
     prose.finish("Paris is warmer. It is 18 °C there.")
     assert sent == ["Paris is warmer. It is 18 °C there."]
+
+
+@pytest.mark.parametrize(
+    ("schema", "taken"),
+    [
+        ({"type": "string"}, True),
+        ({"type": ["string", "null"]}, True),
+        ({"type": "integer"}, False),
+        ({"type": "string", "enum": ["Paris", "London"]}, True),
+        ({"type": "string", "enum": ["Paris", "Oslo"]}, False),
+        ({"type": "string", "pattern": "^[A-Z][a-z]+$"}, True),
+        ({"type": "string", "pattern": "^[a-z]+$"}, False),
+        ({"type": "string", "maxLength": 3}, False),
+        ({"type": "string", "minLength": 2, "maxLength": 6}, True),
+    ],
+)
+def test_an_item_is_owed_only_where_the_parameters_schema_takes_it(
+    schema: dict[str, Any], taken: bool
+) -> None:
+    item = OwedItem("get_weather", "city", "London")
+    assert admits({"type": "object", "properties": {"city": schema}}, item) is taken
+
+
+def test_a_parameter_the_schema_does_not_list_is_taken_where_others_are_allowed() -> None:
+    item = OwedItem("get_weather", "city", "London")
+    assert admits({"type": "object", "properties": {}}, item)
+    assert not admits({"type": "object", "properties": {}, "additionalProperties": False}, item)

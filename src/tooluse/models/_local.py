@@ -57,7 +57,7 @@ from ..decoding import (
 from ._base import CallDelta, DeltaSink, Model, ModelRequest, ModelResponse, TextDelta
 from ._chat_template import ChatTemplate, tools_block
 from ._local_calls import read_calls
-from ._local_items import OwedItem, owed_tool, untaken_items
+from ._local_items import OwedItem, admits, owed_tool, untaken_items
 from ._local_numbers import NumberWatch
 from ._local_steps import ANNOUNCED_STEP, StepWatch, makes_new_calls, whole_sentences
 from ._local_stream import Prose, TokenText
@@ -181,8 +181,9 @@ class LocalModel(Model):
             lists items side by side ("in Paris or in London", "50 EUR and 30
             GBP") of which a call has taken one for a parameter and none has
             taken another, an answer is replaced by the call of that tool that
-            takes the other for that parameter, its other arguments decoded
-            under the tool's grammar (`DecodeStats.item` records the item).
+            takes the other for that parameter (where the parameter's schema
+            takes it), its other arguments decoded under the tool's grammar
+            (`DecodeStats.item` records the item).
             Streamed, such an answer comes in one piece. None takes the
             registry's: on for the 1.5B.
     """
@@ -412,8 +413,12 @@ class LocalModel(Model):
         """The items of the task's lists owed a call, where an answer would be made one."""
         if not (self.items_as_calls and self._may_answer(request)):
             return []
-        tools = {t.name: t for t in request.tools}
-        return [i for i in untaken_items(request.messages) if i.tool in tools]
+        tools = {t.name: t.parameters for t in request.tools}
+        return [
+            item
+            for item in untaken_items(request.messages)
+            if item.tool in tools and admits(tools[item.tool], item)
+        ]
 
     def _take_item(
         self,
@@ -437,10 +442,11 @@ class LocalModel(Model):
         stats = _joined(answered, second)
         stats.item = item.value
         self.last_stats = stats
+        # The answer it replaces was decoded too: its tokens count.
+        n_out = answered.sampled_tokens + answered.forced_tokens + len(tokens)
         response = self._reply(
-            request, engine.detokenize(tokens), n_out=len(tokens), finish=finish, stats=stats,
-            mask=mask,
-        )  # fmt: skip
+            request, engine.detokenize(tokens), n_out=n_out, finish=finish, stats=stats, mask=mask
+        )
         response.content = None
         return response
 

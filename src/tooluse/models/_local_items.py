@@ -24,7 +24,7 @@ from typing import Any
 
 from .._messages import Message
 
-__all__ = ["OwedItem", "owed_tool", "untaken_items"]
+__all__ = ["OwedItem", "admits", "owed_tool", "untaken_items"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,32 @@ def untaken_items(messages: Iterable[Message]) -> list[OwedItem]:
                     owed[value] = OwedItem(tool, parameter, value)
                     break
     return list(owed.values())
+
+
+def admits(parameters: dict[str, Any], item: OwedItem) -> bool:
+    """Whether `parameters` (a tool's JSON Schema) may take `item`'s value for its parameter.
+
+    Read are the property's type, enum, const, pattern and length; a property
+    the schema does not list is taken where other properties are allowed.
+    """
+    properties = parameters.get("properties") or {}
+    schema = properties.get(item.parameter)
+    if schema is None:
+        return parameters.get("additionalProperties", True) is not False
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind is not None and "string" not in (kind if isinstance(kind, list) else [kind]):
+        return False
+    if "enum" in schema and item.value not in schema["enum"]:
+        return False
+    if "const" in schema and item.value != schema["const"]:
+        return False
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and re.search(pattern, item.value) is None:
+        return False
+    size = len(item.value)
+    return bool(schema.get("minLength", 0) <= size <= schema.get("maxLength", size))
 
 
 def owed_tool(parameters: dict[str, Any], item: OwedItem) -> dict[str, Any]:
