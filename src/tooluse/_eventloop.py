@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import threading
 from collections.abc import Callable, Collection, Coroutine
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ class PrivateLoop:
         self._step: asyncio.Task[Any] | None = None
         self._interrupted = False
         self._previous: Any = None
+        self._wakeup: tuple[socket.socket, socket.socket] | None = None
 
     def __enter__(self) -> PrivateLoop:
         asyncio.set_event_loop(self._loop)
@@ -50,11 +52,15 @@ class PrivateLoop:
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler
         ):
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._wakeup = _wake_on_signals(self._loop)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._previous is not None and signal.getsignal(signal.SIGINT) == self._on_sigint:
             signal.signal(signal.SIGINT, self._previous)
+        if self._wakeup is not None:
+            _stop_waking(self._loop, self._wakeup)
+            self._wakeup = None
         loop = self._loop
         try:
             _cancel_the_rest(loop, set(self._left_behind()))
@@ -94,6 +100,51 @@ class PrivateLoop:
             self._loop.call_soon_threadsafe(lambda: None)  # wake the loop
             return
         raise KeyboardInterrupt
+
+
+def _wake_on_signals(
+    loop: asyncio.AbstractEventLoop,
+) -> tuple[socket.socket, socket.socket] | None:
+    """Make a signal wake ``loop`` whichever thread the kernel hands it to.
+
+    Python runs signal handlers in the main thread, but the kernel may deliver a
+    process's signal to any thread: to a tool's, say. The main thread, asleep in the
+    loop's wait for I/O, would then run the Ctrl-C handler only when something else
+    woke it, which may be when that tool ends. Python writes a byte to the wakeup fd
+    whatever thread takes the signal; the loop watching it wakes, and the handler runs.
+    Nothing is done when a wakeup fd is already set: it belongs to someone else's loop.
+    """
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    if previous != -1:
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+        return None
+    loop.add_reader(reader.fileno(), _drain, reader)
+    return reader, writer
+
+
+def _drain(reader: socket.socket) -> None:
+    try:
+        while reader.recv(512):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass
+
+
+def _stop_waking(
+    loop: asyncio.AbstractEventLoop, wakeup: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = wakeup
+    current = signal.set_wakeup_fd(-1)
+    if current != writer.fileno():  # someone set their own meanwhile: theirs stays
+        signal.set_wakeup_fd(current)
+    loop.remove_reader(reader.fileno())
+    reader.close()
+    writer.close()
 
 
 def _cancel_the_rest(loop: asyncio.AbstractEventLoop, spared: set[asyncio.Future[Any]]) -> None:

@@ -108,6 +108,60 @@ def test_ctrl_c_on_the_host_ends_the_run_cancelled_and_returns_what_was_recorded
     assert events[-1]["status"] == "cancelled"
 
 
+# The host again, but the Ctrl-C lands on the tool's thread, as the kernel may hand a
+# process's signal to any of its threads, once the main thread sleeps in the event loop's
+# wait for I/O (its kernel wait channel says so). The tool then waits to be released,
+# which the host does only once `run` has returned.
+HOST_OTHER_THREAD = textwrap.dedent(
+    """
+    import json, signal, sys, threading
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from tooluse import Agent, tool
+    from tooluse.models import ScriptedModel
+
+    released = threading.Event()
+    waited = []
+    done = threading.Event()
+
+    @tool
+    def wait_for_operator() -> str:
+        '''Wait until an operator answers.'''
+        wchan = f"/proc/self/task/{threading.main_thread().native_id}/wchan"
+        while open(wchan).read() != "do_epoll_wait":
+            released.wait(0.001)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        waited.append(released.wait(60))
+        done.set()
+        return "answered"
+
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "wait_for_operator", "arguments": "{}"}}
+    model = ScriptedModel([{"tool_calls": [call]}, {"content": "never reached"}])
+    result = Agent(model, [wait_for_operator]).run("Ask the operator.")
+    released.set()
+    done.wait(60)
+    print(json.dumps({"status": result.status, "released": waited == [True]}))
+    """
+)
+
+
+def test_ctrl_c_taken_by_a_tools_thread_ends_the_run_without_waiting_for_the_tool() -> None:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    host = subprocess.run(
+        [sys.executable, "-c", HOST_OTHER_THREAD],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert host.returncode == 0, host.stderr
+    printed = json.loads(host.stdout.strip().splitlines()[-1])
+    assert printed["status"] == "cancelled"
+    # `run` returned while the tool still waited: it was released, not timed out
+    assert printed["released"] is True
+
+
 @tool
 def note(text: str) -> str:
     """Keep a note.
