@@ -16,6 +16,7 @@ from examples.seed_tools import toolbox
 from tooluse import Agent, Message, ModelResponseError, ToolCall, UsageError, tool
 from tooluse.conventions import Answer, Calls, TextConvention, extract_script
 from tooluse.decoding import to_gbnf
+from tooluse.eval._everyday import toolbox as everyday
 from tooluse.models import LocalModel, ModelRequest, ModelResponse, resolve_model
 from tooluse.models._local_numbers import NUMBER, unsupported
 from tooluse.models._local_steps import first_sentence, whole_sentences
@@ -542,6 +543,28 @@ def test_an_answer_while_a_listed_item_is_owed_is_made_the_call_that_takes_it() 
     first = ModelRequest(WARMER_RUN[:2], TOOLS)
     assert owing.respond_sync(first) == plain.respond_sync(first)
     assert owing.last_stats.item is None
+
+
+DISPLAYS = "List the products in the displays category and how many of each are in stock."
+LISTING = ToolCall("call_1", "list_products", '{"category": "displays"}')
+DISPLAYS_RUN = after_one_call(
+    DISPLAYS, LISTING, '[{"sku": "C100", "name": "27-inch monitor", "price_usd": 229.0}]'
+)
+
+
+def test_an_answer_while_a_listed_record_is_owed_is_made_the_call_of_the_tool_taking_it() -> None:
+    plain, owing = without_and_with("items_as_calls")
+    request = ModelRequest(DISPLAYS_RUN, list(everyday))
+    plain.respond_sync(request)  # see test_an_answer_stating_a_number_nothing_gives_…
+    answer = plain.respond_sync(request)
+    assert answer.content and not answer.tool_calls, answer
+
+    # check_stock is the one tool that requires a `sku`: the record's is owed its call.
+    taken = owing.respond_sync(request)
+    assert taken.content is None and taken.problems == []
+    [call] = taken.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("check_stock", {"sku": "C100"})
+    assert owing.last_stats.item == "C100"
 
 
 def test_the_registry_takes_items_as_calls_for_the_1_5b_only() -> None:

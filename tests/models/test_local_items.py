@@ -162,3 +162,77 @@ def test_a_parameter_the_schema_does_not_list_is_taken_where_others_are_allowed(
     item = OwedItem("get_weather", "city", "London")
     assert admits({"type": "object", "properties": {}}, item)
     assert not admits({"type": "object", "properties": {}, "additionalProperties": False}, item)
+
+
+# --- the lists a result gives -------------------------------------------------------------
+
+SKUS = ["GAR-2425", "GAR-F66A", "GAR-0696"]
+PRODUCTS = [
+    {"sku": "C100", "name": "27-inch monitor", "price_usd": 229.0},
+    {"sku": "C200", "name": "24-inch monitor", "price_usd": 149.0},
+]
+#: The parameters of the tools a listing's items may be owed (name to JSON Schema).
+LOOKUPS = {
+    "list_products": {"properties": {"category": {"type": "string"}}, "required": ["category"]},
+    "get_stock": {"properties": {"sku": {"type": "string"}}, "required": ["sku"]},
+    "get_weather": {"properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "get_forecast": {
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    },
+}
+
+
+def listed_run(task: str, listing: object, *lookups: tuple[str, dict[str, Any]]) -> list[Message]:
+    """A run that listed something (`listing` is the result), then made `lookups`."""
+    messages = run(task, ("list_products", {"category": "garden"}), *lookups)
+    messages[3] = Message("tool", json.dumps(listing), tool_call_id="c0")
+    return messages
+
+
+def test_once_one_item_of_a_listed_result_is_taken_the_others_are_owed_that_call() -> None:
+    task = "Check the stock of every product in the 'garden' category and give the total."
+    owed = untaken_items(listed_run(task, SKUS, ("get_stock", {"sku": "GAR-2425"})))
+    assert owed == [OwedItem("get_stock", "sku", s) for s in SKUS[1:]]
+    # All taken: nothing is owed.
+    done = [("get_stock", {"sku": s}) for s in SKUS]
+    assert untaken_items(listed_run(task, SKUS, *done)) == []
+    # Listed and none taken: owed the one other tool whose one required parameter is a
+    # string, where one alone has that shape; with two such tools, none is the one.
+    lookups = {name: LOOKUPS[name] for name in ("list_products", "get_stock")}
+    assert untaken_items(listed_run(task, SKUS), lookups) == [
+        OwedItem("get_stock", "sku", s) for s in SKUS
+    ]
+    assert untaken_items(listed_run(task, SKUS), LOOKUPS) == []
+
+
+def test_a_listed_result_owes_nothing_where_the_task_asks_about_one_thing() -> None:
+    # The weather in Tokyo, with the cities of Japan listed by the way: Osaka is not owed.
+    cities = [{"city": "Tokyo"}, {"city": "Osaka"}, {"city": "Nagoya"}]
+    messages = listed_run(
+        "What's the weather in Tokyo?", cities, ("get_weather", {"city": "Tokyo"})
+    )
+    assert untaken_items(messages, LOOKUPS) == []
+    asked_of_all = listed_run(
+        "What's the weather in all of them?", cities, ("get_weather", {"city": "Tokyo"})
+    )
+    assert untaken_items(asked_of_all, LOOKUPS) == [
+        OwedItem("get_weather", "city", "Osaka"),
+        OwedItem("get_weather", "city", "Nagoya"),
+    ]
+
+
+def test_records_are_owed_the_one_other_tool_requiring_their_key_before_any_is_taken() -> None:
+    task = "List the products in the displays category and how many of each are in stock."
+    assert untaken_items(listed_run(task, PRODUCTS), LOOKUPS) == [
+        OwedItem("get_stock", "sku", "C100"),
+        OwedItem("get_stock", "sku", "C200"),
+    ]
+    # Without the tools, or where two tools require the key (city: weather and forecast),
+    # no tool is the one: nothing is owed before one is taken.
+    assert untaken_items(listed_run(task, PRODUCTS)) == []
+    cities = [{"city": "Nairobi"}, {"city": "Mombasa"}]
+    assert untaken_items(listed_run("Check all of the cities.", cities), LOOKUPS) == []
+    # The tool that gave the list is not owed its own items.
+    categories = [{"category": "garden"}, {"category": "displays"}]
+    assert untaken_items(listed_run("Check all categories.", categories), LOOKUPS) == []

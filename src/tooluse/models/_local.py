@@ -183,7 +183,12 @@ class LocalModel(Model):
             taken another, an answer is replaced by the call of that tool that
             takes the other for that parameter (where the parameter's schema
             takes it), its other arguments decoded under the tool's grammar
-            (`DecodeStats.item` records the item).
+            (`DecodeStats.item` records the item). Where the task asks about
+            each, every or all of something, a result that is a list is such a
+            list too, and where one other tool alone takes its items (records:
+            the one requiring a parameter of their key's name; strings: the one
+            whose one required parameter is a string) they are owed its call
+            before any is taken.
             Streamed, such an answer comes in one piece. None takes the
             registry's: on for the 1.5B.
     """
@@ -416,7 +421,7 @@ class LocalModel(Model):
         tools = {t.name: t.parameters for t in request.tools}
         return [
             item
-            for item in untaken_items(request.messages)
+            for item in untaken_items(request.messages, tools)
             if item.tool in tools and admits(tools[item.tool], item)
         ]
 

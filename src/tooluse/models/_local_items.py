@@ -12,13 +12,24 @@ Items are codes (``B200``, ``TX-12``), dates, short capitalised abbreviations
 they are of one kind, one follows the other after a comma, "and" or "or" with at
 most three words between (``Paris or in London``, ``EUR and 30 GBP``), and the
 word before each is the same kind (``in``/``in``, a number/a number, ``(``/``(``).
+
+Where the task asks about each, every or all of something, a tool's result
+that is a list is such a list too: once a call has taken one of its strings
+(``get_stock(sku="GAR-2425")`` after ``list_products`` gave ``["GAR-2425",
+"GAR-F66A"]``), the others are owed the same call. In a list of records the
+strings under one key are the list (``[{"sku": "C100", ...}, ...]``). Where
+exactly one other tool takes such items, they are owed its call before any is
+taken: for records, the one tool that requires a parameter of the key's name
+("how many of each are in stock" after the products were listed:
+``check_stock(sku=...)``); for strings, the one tool whose one required
+parameter is a string.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,25 +57,26 @@ _JOIN = re.compile(r"\W*(?:,|\band\b|\bor\b)\W*")
 #: The token before an item: a number, a word, or a sign.
 _BEFORE = re.compile(r"(\d+(?:\.\d+)?|[A-Za-z]+|[^\sA-Za-z0-9])\s*$")
 _SENTENCE = re.compile(r"(?<=[.?!])\s+")
+#: A task that asks about each, every or all of something.
+_EVERY = re.compile(r"\b(?:each|every|all)\b", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 #: Words an item may stand apart from the one before it in a list.
 _MAX_BETWEEN = 3
 
 
-def untaken_items(messages: Iterable[Message]) -> list[OwedItem]:
-    """The items of the task's lists that a call took a sibling of, and none has taken.
+def untaken_items(
+    messages: Iterable[Message], tools: Mapping[str, dict[str, Any]] | None = None
+) -> list[OwedItem]:
+    """The items of the task's lists, and of the lists results gave, that a call took a
+    sibling of, and none has taken.
 
     The task is the last user message; the calls are every call of the run
-    whose arguments are an object. Empty until a call has taken an item.
+    whose arguments are an object. `tools` (name to JSON Schema of parameters)
+    are those a list of records may be owed before any of its items is taken.
     """
     messages = list(messages)
     task = next((m.content for m in reversed(messages) if m.role == "user" and m.content), "")
-    calls = [
-        (call.name, arguments)
-        for m in messages
-        for call in m.tool_calls
-        if isinstance(arguments := _arguments(call.arguments), dict)
-    ]
+    calls = _calls(messages)
     taken = {v.lower() for _, arguments in calls for v in arguments.values() if isinstance(v, str)}
     owed: dict[str, OwedItem] = {}
     for sentence in _SENTENCE.split(task):
@@ -77,6 +89,17 @@ def untaken_items(messages: Iterable[Message]) -> list[OwedItem]:
                 for tool, parameter in _takers(known.group(), calls):
                     owed[value] = OwedItem(tool, parameter, value)
                     break
+    if _EVERY.search(task):
+        for at, producer, key, listed in _listed(messages):
+            later = _calls(messages[at + 1 :])  # the calls made once the list was given
+            taker = next((t for v in listed if v.lower() in taken for t in _takers(v, later)), None)
+            if taker is None:
+                taker = _sole_taker(key, producer, tools or {})
+            if taker is None:
+                continue
+            for value in listed:
+                if value.lower() not in taken and value not in owed:
+                    owed[value] = OwedItem(*taker, value)
     return list(owed.values())
 
 
@@ -122,6 +145,66 @@ def _arguments(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return None
+
+
+def _calls(messages: Iterable[Message]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls among `messages` whose arguments are an object, first to last."""
+    return [
+        (call.name, arguments)
+        for m in messages
+        for call in m.tool_calls
+        if isinstance(arguments := _arguments(call.arguments), dict)
+    ]
+
+
+def _listed(
+    messages: list[Message],
+) -> Iterator[tuple[int, str | None, str | None, list[str]]]:
+    """The lists of strings the run's tool results are: where each is among `messages`,
+    the tool that gave it, and a list's strings (key None) or the strings under one key
+    of a list of records."""
+    names = {call.id: call.name for m in messages for call in m.tool_calls}
+    for at, message in enumerate(messages):
+        if message.role != "tool" or not message.content:
+            continue
+        result = _arguments(message.content)
+        if not isinstance(result, list):
+            continue
+        producer = names.get(message.tool_call_id or "")
+        strings = [item for item in result if isinstance(item, str)]
+        if strings:
+            yield at, producer, None, strings
+        by_key: dict[str, list[str]] = {}
+        for record in result:
+            if isinstance(record, dict):
+                for key, value in record.items():
+                    if isinstance(value, str):
+                        by_key.setdefault(key, []).append(value)
+        for key, values in by_key.items():
+            yield at, producer, key, values
+
+
+def _sole_taker(
+    key: str | None, producer: str | None, tools: Mapping[str, dict[str, Any]]
+) -> tuple[str, str] | None:
+    """The one tool but `producer` that takes the items of a list, if one alone does.
+
+    For the strings under `key` in a list of records, the tool that requires a
+    parameter of that name; for a list of strings (`key` None), the tool whose one
+    required parameter is a string.
+    """
+    takers: list[tuple[str, str]] = []
+    for name, parameters in tools.items():
+        required = list(parameters.get("required") or [])
+        if name == producer:
+            continue
+        if key is not None and key in required:
+            takers.append((name, key))
+        elif key is None and len(required) == 1:
+            schema = (parameters.get("properties") or {}).get(required[0]) or {}
+            if isinstance(schema, dict) and schema.get("type") == "string":
+                takers.append((name, required[0]))
+    return takers[0] if len(takers) == 1 else None
 
 
 def _opens(item: re.Match[str]) -> bool:
