@@ -72,7 +72,7 @@ def untaken_items(
 
     The task is the last user message; the calls are every call of the run
     whose arguments are an object. `tools` (name to JSON Schema of parameters)
-    are those a list of records may be owed before any of its items is taken.
+    are those a result's list may be owed before any of its items is taken.
     """
     messages = list(messages)
     task = next((m.content for m in reversed(messages) if m.role == "user" and m.content), "")
