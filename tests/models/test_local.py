@@ -567,6 +567,31 @@ def test_an_answer_while_a_listed_record_is_owed_is_made_the_call_of_the_tool_ta
     assert owing.last_stats.item == "C100"
 
 
+SUM = "I have 12 EUR and 45 GBP. How much is that together in US dollars?"
+ADDED = ToolCall(
+    "call_1", "convert_currency", '{"amount": 57, "from_currency": "EUR", "to_currency": "USD"}'
+)
+SUM_RUN = after_one_call(SUM, ADDED, "61.96")
+
+
+def test_an_owed_item_given_with_a_number_is_called_with_that_number() -> None:
+    plain, owing = without_and_with("items_as_calls")
+    request = ModelRequest(SUM_RUN, list(everyday))
+    plain.respond_sync(request)  # see test_an_answer_stating_a_number_nothing_gives_…
+    answer = plain.respond_sync(request)
+    assert answer.content and not answer.tool_calls, answer
+
+    # The call converted 57 EUR, the two amounts added: GBP is owed, with its own 45
+    # (left to itself, the tiny model passes the 57 of the call before).
+    taken = owing.respond_sync(request)
+    assert taken.content is None and taken.problems == []
+    [call] = taken.tool_calls
+    arguments = json.loads(call.arguments)
+    assert call.name == "convert_currency"
+    assert (arguments["amount"], arguments["from_currency"]) == (45, "GBP")
+    assert owing.last_stats.item == "GBP"
+
+
 def test_the_registry_takes_items_as_calls_for_the_1_5b_only() -> None:
     registry = Registry()
     assert registry["qwen2.5-coder-1.5b"].items_as_calls

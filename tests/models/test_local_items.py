@@ -24,6 +24,7 @@ def run(task: str, *calls: tuple[str, dict[str, Any]]) -> list[Message]:
     return messages
 
 
+SUM = "I have 50 EUR and 30 GBP. How much is that together in US dollars?"
 STOCK = (
     "Check the stock of the USB-C cable (A100), the wireless mouse (B100) and the "
     "keyboard (B200). Which has the most units, and how many units are there in total?"
@@ -38,10 +39,26 @@ STOCK = (
             [("get_weather", {"city": "Paris"})],
             [OwedItem("get_weather", "city", "London")],
         ),
+        # An item given with a number carries it to the number parameter the call filled.
         (
-            "I have 50 EUR and 30 GBP. How much is that together in US dollars?",
+            SUM,
             [("convert_currency", {"amount": 80, "from_currency": "EUR", "to_currency": "USD"})],
-            [OwedItem("convert_currency", "from_currency", "GBP")],
+            [OwedItem("convert_currency", "from_currency", "GBP", ("amount", 30))],
+        ),
+        # A call that took the item with another number did not take it.
+        (
+            SUM,
+            [
+                ("convert_currency", {"amount": 80, "from_currency": "EUR", "to_currency": "USD"}),
+                ("convert_currency", {"amount": 30, "from_currency": "GBP", "to_currency": "USD"}),
+            ],
+            [OwedItem("convert_currency", "from_currency", "EUR", ("amount", 50))],
+        ),
+        # Where the call passed no number, the item's own is not asked of it.
+        (
+            "Check 2 A100 and 3 B100.",
+            [("check_stock", {"sku": "A100"})],
+            [OwedItem("check_stock", "sku", "B100")],
         ),
         # The list is walked one item at a time: B200 is owed once B100 is taken.
         (STOCK, [("check_stock", {"sku": "A100"})], [OwedItem("check_stock", "sku", "B100")]),
@@ -71,6 +88,15 @@ def test_an_item_listed_beside_one_a_call_took_is_owed_that_call(
             STOCK,
             [("check_stock", {"sku": s}) for s in ("A100", "B100", "B200")],
         ),
+        # Each with its number (a call that passed no number takes it as it is).
+        (
+            SUM,
+            [
+                ("convert_currency", {"amount": 50.0, "from_currency": "EUR"}),
+                ("convert_currency", {"amount": 30, "from_currency": "GBP"}),
+            ],
+        ),
+        (SUM, [("get_exchange_rate", {"base": "EUR"}), ("get_exchange_rate", {"base": "GBP"})]),
         # No call yet: nothing is owed, whatever the task lists.
         ("Is it warmer in Paris or in London right now?", []),
         # A unit after a place is not a second place: the word before each differs.
@@ -125,6 +151,49 @@ def test_the_owed_tools_schema_fixes_the_parameter_and_keeps_the_rest() -> None:
     }
     assert fixed["required"] == ["unit", "city"]
     assert parameters["required"] == ["unit"]  # the tool's own schema is left as it was
+
+
+CONVERT = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "number", "description": "How much.", "minimum": 0},
+        "from_currency": {"type": "string"},
+        "to_currency": {"type": "string"},
+    },
+    "required": ["from_currency", "to_currency"],
+}
+
+
+def test_an_items_quantity_is_fixed_too() -> None:
+    fixed = owed_tool(CONVERT, OwedItem("convert_currency", "from_currency", "GBP", ("amount", 30)))
+    assert fixed["properties"] == {
+        "amount": {"description": "How much.", "const": 30},
+        "from_currency": {"const": "GBP"},
+        "to_currency": {"type": "string"},
+    }
+    assert fixed["required"] == ["from_currency", "to_currency", "amount"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "quantity", "taken"),
+    [
+        ({"type": "number"}, 30, True),
+        ({"type": "integer"}, 30, True),
+        ({"type": "integer"}, 2.5, False),
+        ({"type": "string"}, 30, False),
+        ({"type": "number", "minimum": 0}, 30, True),
+        ({"type": "number", "maximum": 10}, 30, False),
+        (None, 30, False),  # a parameter the schema does not list
+    ],
+)
+def test_an_items_quantity_is_owed_only_where_the_schema_takes_the_number(
+    schema: dict[str, Any] | None, quantity: float, taken: bool
+) -> None:
+    properties: dict[str, Any] = {"from_currency": {"type": "string"}}
+    if schema is not None:
+        properties["amount"] = schema
+    item = OwedItem("convert_currency", "from_currency", "GBP", ("amount", quantity))
+    assert admits({"type": "object", "properties": properties}, item) is taken
 
 
 def test_a_stream_holding_all_passes_nothing_on_until_the_reply_stands() -> None:

@@ -12,6 +12,11 @@ Items are codes (``B200``, ``TX-12``), dates, short capitalised abbreviations
 they are of one kind, one follows the other after a comma, "and" or "or" with at
 most three words between (``Paris or in London``, ``EUR and 30 GBP``), and the
 word before each is the same kind (``in``/``in``, a number/a number, ``(``/``(``).
+An item the user gave with a number (``50 EUR``, ``30 GBP``) carries it: a
+call took the item only if it passed that number too, where it passed a number
+at all, and the owed call takes it in the number parameter the sibling's call
+filled (``convert_currency(amount=30, from_currency="GBP", ...)``, where the
+model had added the two amounts and converted 80 of each).
 
 Where the task asks about each, every or all of something, a tool's result
 that is a list is such a list too: once a call has taken one of its strings
@@ -40,11 +45,16 @@ __all__ = ["OwedItem", "admits", "owed_tool", "untaken_items"]
 
 @dataclass(frozen=True, slots=True)
 class OwedItem:
-    """An item of the user's list no call has taken: `tool`'s `parameter` took another."""
+    """An item of the user's list no call has taken: `tool`'s `parameter` took another.
+
+    `quantity` is the number the user gave with the item, with the parameter
+    that takes it: the number parameter of the call that took the sibling.
+    """
 
     tool: str
     parameter: str
     value: str
+    quantity: tuple[str, int | float] | None = None
 
 
 #: A code, a date, an abbreviation or a capitalised name, standing alone.
@@ -84,10 +94,16 @@ def untaken_items(
         for first, second in _side_by_side(sentence, items):
             for known, other in ((first, second), (second, first)):
                 value = other.group()
-                if value.lower() in taken or value in owed:
+                number = _quantity(sentence, other.start())
+                if value in owed or _took(value, number, calls):
                     continue
-                for tool, parameter in _takers(known.group(), calls):
-                    owed[value] = OwedItem(tool, parameter, value)
+                for tool, arguments in _calls_taking(known.group(), calls):
+                    parameter = next(p for p, v in arguments.items() if _same(v, known.group()))
+                    filled = [p for p, v in arguments.items() if _is_number(v)]
+                    quantity = None
+                    if number is not None and len(filled) == 1:
+                        quantity = (filled[0], number)
+                    owed[value] = OwedItem(tool, parameter, value, quantity)
                     break
     if _EVERY.search(task):
         for at, producer, key, listed in _listed(messages):
@@ -126,17 +142,39 @@ def admits(parameters: dict[str, Any], item: OwedItem) -> bool:
     if isinstance(pattern, str) and re.search(pattern, item.value) is None:
         return False
     size = len(item.value)
-    return bool(schema.get("minLength", 0) <= size <= schema.get("maxLength", size))
+    if not schema.get("minLength", 0) <= size <= schema.get("maxLength", size):
+        return False
+    return item.quantity is None or _admits_number(properties, *item.quantity)
+
+
+def _admits_number(properties: Mapping[str, Any], parameter: str, number: float) -> bool:
+    """Whether the property `parameter` of a tool's schema may take `number`."""
+    schema = properties.get(parameter)
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    whole = "integer" in kinds and float(number).is_integer()
+    if kind is not None and "number" not in kinds and not whole:
+        return False
+    low, high = schema.get("minimum"), schema.get("maximum")
+    return (low is None or number >= low) and (high is None or number <= high)
 
 
 def owed_tool(parameters: dict[str, Any], item: OwedItem) -> dict[str, Any]:
-    """`parameters` (a tool's JSON Schema) with `item`'s parameter fixed to its value."""
+    """`parameters` (a tool's JSON Schema) with `item`'s parameter fixed to its value,
+    and the parameter of its quantity, if it has one, to that number."""
     properties = dict(parameters.get("properties") or {})
-    fixed = {k: v for k, v in (properties.get(item.parameter) or {}).items() if k == "description"}
-    properties[item.parameter] = {**fixed, "const": item.value}
     required = list(parameters.get("required") or [])
-    if item.parameter not in required:
-        required.append(item.parameter)
+    constants: list[tuple[str, Any]] = [(item.parameter, item.value)]
+    if item.quantity is not None:
+        constants.append(item.quantity)
+    for parameter, value in constants:
+        kept = properties.get(parameter) or {}
+        properties[parameter] = {k: v for k, v in kept.items() if k == "description"}
+        properties[parameter]["const"] = value
+        if parameter not in required:
+            required.append(parameter)
     return {**parameters, "properties": properties, "required": required}
 
 
@@ -249,5 +287,40 @@ def _takers(value: str, calls: list[tuple[str, dict[str, Any]]]) -> Iterator[tup
     """The (tool, parameter) pairs whose calls took `value`, first call first."""
     for tool, arguments in calls:
         for parameter, given in arguments.items():
-            if isinstance(given, str) and given.lower() == value.lower():
+            if _same(given, value):
                 yield tool, parameter
+
+
+def _calls_taking(
+    value: str, calls: list[tuple[str, dict[str, Any]]]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The calls that took `value` for one of their parameters, first call first."""
+    for tool, arguments in calls:
+        if any(_same(given, value) for given in arguments.values()):
+            yield tool, arguments
+
+
+def _same(given: object, value: str) -> bool:
+    return isinstance(given, str) and given.lower() == value.lower()
+
+
+def _is_number(given: object) -> bool:
+    return isinstance(given, int | float) and not isinstance(given, bool)
+
+
+def _took(value: str, number: float | None, calls: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether a call took `value`, and with it `number` where the call passed a number."""
+    for _, arguments in _calls_taking(value, calls):
+        numbers = [given for given in arguments.values() if _is_number(given)]
+        if number is None or not numbers or number in numbers:
+            return True
+    return False
+
+
+def _quantity(sentence: str, start: int) -> int | float | None:
+    """The number right before the item at `start` ("50 EUR"), if there is one."""
+    found = _BEFORE.search(sentence[:start])
+    if found is None or not found.group(1)[0].isdigit():
+        return None
+    token = found.group(1)
+    return float(token) if "." in token else int(token)
