@@ -23,6 +23,11 @@ TASK = "Is it warmer in Paris or in London right now?"
         ("Is the HDMI cable (SKU A200) in stock?", "Is the HDMI cable (SKU A200) in stock?"),
         # One sentence of a longer task, asked back.
         ("Is it enough for the room?", "I have 100 USD. Is it enough for the room?"),
+        # Reworded at its start.
+        (
+            "Is there anything scheduled on 2026-03-05?",
+            "Do I have anything scheduled on 2026-03-05?",
+        ),
     ],
 )
 def test_the_question_asked_back_is_an_echo(answer: str, task: str) -> None:
@@ -34,6 +39,8 @@ def test_the_question_asked_back_is_an_echo(answer: str, task: str) -> None:
     [
         "Paris is warmer: 18 °C against 14 °C in London.",
         "Which London do you mean, the one in England or in Ontario?",
+        # The task's words taken up in a question of its own.
+        "Do you want to know if it is warmer in Paris or in London tomorrow?",
         # The question's words, answered rather than asked.
         "It is warmer in Paris than in London right now.",
         "Paris?",

@@ -418,8 +418,11 @@ def _show(value: float) -> str:
     return f"{value:g}" if abs(value) < 1e15 else str(value)
 
 
-#: How close an answer must be to the task, as difflib's ratio, to be the task again.
-_ECHO_RATIO = 0.85
+#: How close an answer must be to the task, as difflib's ratio over their words, to be
+#: the task again: the question reworded at its start ("Is there anything scheduled on
+#: 2026-03-05?" for "Do I have anything scheduled on 2026-03-05?", 0.71) is, a question
+#: of the model's own that takes up the task's words (0.5 or so) is not.
+_ECHO_RATIO = 0.7
 _WORDS = re.compile(r"[^\W_]+")
 
 
@@ -443,8 +446,9 @@ def echo(answer: str, task: str) -> Echo | None:
 
     Only a question counts: an answer ending in ``?`` whose words are the task's own,
     in the same order, all but a few (``Is the HDMI cable (SKU A200) in stock?`` for
-    the task ``Is the HDMI cable (SKU A200) in stock?``). A question of the model's
-    own (``Which city do you mean?``) is not an echo.
+    the task ``Is the HDMI cable (SKU A200) in stock?``, or ``Is there anything
+    scheduled on 2026-03-05?`` for ``Do I have anything scheduled on 2026-03-05?``).
+    A question of the model's own (``Which city do you mean?``) is not an echo.
     """
     if not answer.rstrip().endswith("?"):
         return None
