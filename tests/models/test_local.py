@@ -545,6 +545,18 @@ def test_an_answer_while_a_listed_item_is_owed_is_made_the_call_that_takes_it() 
     assert owing.last_stats.item is None
 
 
+def test_an_owed_item_comes_before_a_step_the_answer_announces() -> None:
+    # Here any first sentence is a step: without an owed item the answer would go on
+    # from its first sentence as calls of the model's own choosing.
+    both = LocalModel(
+        "smollm2-135m", max_output_tokens=96, steps_as_calls=re.compile(""), items_as_calls=True
+    )
+    taken = both.respond_sync(ModelRequest(WARMER_RUN, TOOLS))
+    [call] = taken.tool_calls
+    assert (call.name, json.loads(call.arguments)["location"]) == ("get_current_weather", "London")
+    assert both.last_stats.item == "London" and both.last_stats.step is None
+
+
 DISPLAYS = "List the products in the displays category and how many of each are in stock."
 LISTING = ToolCall("call_1", "list_products", '{"category": "displays"}')
 DISPLAYS_RUN = after_one_call(

@@ -405,6 +405,10 @@ class LocalModel(Model):
         """The watches for an answer that may be taken as a call instead, where one may be."""
         if grammar is None or not request.tools or request.tool_choice != "auto":
             return _Watch(None, None)
+        if self._owed_items(request):
+            # An answer becomes the owed item's call: no call of the model's own
+            # choosing is made from a step or a number it announces.
+            return _Watch(None, None)
         step = None
         if self.step_pattern is not None:
             step = StepWatch(engine.detokenize, self.step_pattern)
