@@ -121,3 +121,45 @@ def test_a_step_makes_new_calls_only_with_a_call_the_run_has_not_made() -> None:
         [ToolCall("c", "f", "[1]")],
         [Message("assistant", None, tool_calls=(ToolCall("c", "f", "[1"),))],
     )
+
+
+def after(call: ToolCall, result: str) -> list[Message]:
+    return [
+        Message("user", "Question?"),
+        Message("assistant", None, tool_calls=(call,)),
+        Message("tool", result, tool_call_id=call.id),
+    ]
+
+
+def test_a_call_made_again_on_its_own_result_is_not_new() -> None:
+    converted = ToolCall(
+        "call_1", "convert_time", '{"time": "09:00", "from_city": "London", "to_city": "Tokyo"}'
+    )
+    run = after(converted, '{"time": "18:00", "day_offset": 0}')
+    # The result's field of the argument's name, converted again.
+    again = ToolCall(
+        "call_2", "convert_time", '{"time": "18:00", "from_city": "London", "to_city": "Tokyo"}'
+    )
+    assert not makes_new_calls([again], run)
+    # Another time, or the result with another argument changed too, is new.
+    other = ToolCall(
+        "call_3", "convert_time", '{"time": "10:00", "from_city": "London", "to_city": "Tokyo"}'
+    )
+    back = ToolCall(
+        "call_4", "convert_time", '{"time": "18:00", "from_city": "Tokyo", "to_city": "London"}'
+    )
+    assert makes_new_calls([other], run) and makes_new_calls([back], run)
+
+    # A bare result, a number, given back as the amount it came from.
+    money = ToolCall("call_1", "convert", '{"amount": 80, "from": "EUR", "to": "USD"}')
+    assert not makes_new_calls(
+        [ToolCall("call_2", "convert", '{"amount": 86.96, "from": "EUR", "to": "USD"}')],
+        after(money, "86.96"),
+    )
+
+
+def test_a_lookup_that_follows_a_field_of_another_name_is_new() -> None:
+    lookup = ToolCall("call_1", "get_employee", '{"email": "a@corp.example"}')
+    record = '{"email": "a@corp.example", "manager_email": "b@corp.example"}'
+    up = ToolCall("call_2", "get_employee", '{"email": "b@corp.example"}')
+    assert makes_new_calls([up], after(lookup, record))

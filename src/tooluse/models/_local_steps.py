@@ -105,13 +105,65 @@ class StepWatch:
 
 
 def makes_new_calls(calls: Sequence[ToolCall], messages: Iterable[Message]) -> bool:
-    """Whether `calls` hold one the run (its `messages`) has not made, with these arguments.
+    """Whether `calls` hold one the run (its `messages`) has not made, with these arguments,
+    nor made again on its own result.
 
     A model that announces the same step after its result would otherwise take
-    it round after round.
+    it round after round. Made again on its own result is a call the same as an
+    earlier one but for one argument, which is now that call's result (a bare
+    value, or the result's field of the argument's name): ``convert_time(time=
+    "18:00", from_city="London", to_city="Tokyo")`` after the same call on
+    ``"09:00"`` gave ``{"time": "18:00"}``; converting the result again answers
+    nothing the task asked. (A lookup that follows a field of another name, as
+    ``get_employee(email=...)`` does a record's ``manager_email``, is new.)
     """
+    messages = list(messages)
     made = {_identity(call) for message in messages for call in message.tool_calls}
-    return any(_identity(call) not in made for call in calls)
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.content}
+    earlier = [
+        (call.name, arguments, _parsed(results.get(call.id)))
+        for message in messages
+        for call in message.tool_calls
+        if isinstance(arguments := _parsed(call.arguments), dict)
+    ]
+    return any(_identity(call) not in made and not _fed_back(call, earlier) for call in calls)
+
+
+def _parsed(text: str | None) -> object:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _fed_back(call: ToolCall, earlier: list[tuple[str, dict[str, object], object]]) -> bool:
+    """Whether `call` is an earlier call of its tool made again on that call's result."""
+    arguments = _parsed(call.arguments)
+    if not isinstance(arguments, dict):
+        return False
+    for name, before, result in earlier:
+        if name != call.name or before.keys() != arguments.keys():
+            continue
+        changed = [k for k in arguments if arguments[k] != before[k]]
+        if len(changed) != 1:
+            continue
+        [key] = changed
+        value = result.get(key) if isinstance(result, dict) else result
+        if value is not None and _alike(arguments[key], value):
+            return True
+    return False
+
+
+def _alike(given: object, value: object) -> bool:
+    """Whether an argument is a result's value: equal, or the same number written out."""
+    if given == value:
+        return True
+    try:
+        return float(given) == float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 def _identity(call: ToolCall) -> tuple[str, str]:
