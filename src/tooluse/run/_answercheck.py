@@ -420,8 +420,9 @@ def _show(value: float) -> str:
 
 #: How close an answer must be to the task, as difflib's ratio over their words, to be
 #: the task again: the question reworded at its start ("Is there anything scheduled on
-#: 2026-03-05?" for "Do I have anything scheduled on 2026-03-05?", 0.71) is, a question
-#: of the model's own that takes up the task's words (0.5 or so) is not.
+#: 2026-03-05?" for "Do I have anything scheduled on 2026-03-05?", 0.71) is; a question
+#: of the model's own that takes up the task's words ("Do you want to know if it is
+#: warmer in Paris or in London tomorrow?", 0.56) is not.
 _ECHO_RATIO = 0.7
 _WORDS = re.compile(r"[^\W_]+")
 
