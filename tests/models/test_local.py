@@ -564,17 +564,22 @@ DISPLAYS_RUN = after_one_call(
 )
 
 
-def test_an_answer_while_a_listed_record_is_owed_is_made_the_call_of_the_tool_taking_it() -> None:
+def owed_call(messages: list[Message]) -> tuple[ToolCall, LocalModel]:
+    """The one call the tiny model makes with `items_as_calls` where it answers without."""
     plain, owing = without_and_with("items_as_calls")
-    request = ModelRequest(DISPLAYS_RUN, list(everyday))
+    request = ModelRequest(messages, list(everyday))
     plain.respond_sync(request)  # see test_an_answer_stating_a_number_nothing_gives_…
     answer = plain.respond_sync(request)
     assert answer.content and not answer.tool_calls, answer
-
-    # check_stock is the one tool that requires a `sku`: the record's is owed its call.
     taken = owing.respond_sync(request)
     assert taken.content is None and taken.problems == []
     [call] = taken.tool_calls
+    return call, owing
+
+
+def test_an_answer_while_a_listed_record_is_owed_is_made_the_call_of_the_tool_taking_it() -> None:
+    # check_stock is the one tool that requires a `sku`: the record's is owed its call.
+    call, owing = owed_call(DISPLAYS_RUN)
     assert (call.name, json.loads(call.arguments)) == ("check_stock", {"sku": "C100"})
     assert owing.last_stats.item == "C100"
 
@@ -587,17 +592,9 @@ SUM_RUN = after_one_call(SUM, ADDED, "61.96")
 
 
 def test_an_owed_item_given_with_a_number_is_called_with_that_number() -> None:
-    plain, owing = without_and_with("items_as_calls")
-    request = ModelRequest(SUM_RUN, list(everyday))
-    plain.respond_sync(request)  # see test_an_answer_stating_a_number_nothing_gives_…
-    answer = plain.respond_sync(request)
-    assert answer.content and not answer.tool_calls, answer
-
     # The call converted 57 EUR, the two amounts added: GBP is owed, with its own 45
     # (left to itself, the tiny model passes the 57 of the call before).
-    taken = owing.respond_sync(request)
-    assert taken.content is None and taken.problems == []
-    [call] = taken.tool_calls
+    call, owing = owed_call(SUM_RUN)
     arguments = json.loads(call.arguments)
     assert call.name == "convert_currency"
     assert (arguments["amount"], arguments["from_currency"]) == (45, "GBP")
