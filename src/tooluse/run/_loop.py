@@ -14,6 +14,7 @@ next round.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Generator, Sequence
@@ -375,6 +376,7 @@ def _finish_turn(
     notes: Sequence[str],
     round_: int,
     config: LoopConfig,
+    task: str = "",
 ) -> bool:
     """Answer a turn's calls in the conversation; False if a cycle ends the run.
 
@@ -411,6 +413,7 @@ def _finish_turn(
     more = [*notes, cycle] if cycle else list(notes)
     if failing:
         more.append(failing)
+    more.extend(_near_misses(outcomes, task))
     if more:
         state.add(Message("user", "\n".join(more)))
         if state.tracing:
@@ -443,7 +446,9 @@ def _calls_turn(
         _pause(state, pending, paused)
         return False
     outcomes = [done[c.id] for c in calls]
-    return _finish_turn(state, outcomes, new=ended, notes=notes, round_=round_, config=config)
+    return _finish_turn(
+        state, outcomes, new=ended, notes=notes, round_=round_, config=config, task=task
+    )
 
 
 def _script_turn(
@@ -715,6 +720,42 @@ def _repeated(
         state.status, state.error = "cycle", stopped
         return None
     return note
+
+
+#: How alike (difflib's ratio, case aside) an argument and a word of the task must be
+#: for the argument to be the word miscopied.
+_NEAR = 0.85
+#: The user's words a failed call's argument may have meant to copy: addresses, codes, names.
+_TASK_TOKEN = re.compile(r"[\w][\w.@+-]*[\w]")
+
+
+def _near_misses(outcomes: Sequence[Outcome], task: str) -> list[str]:
+    """A note for each failed call's argument that nearly copies a word of the task.
+
+    "Quinn.Erikson97@corp.example" where the task writes
+    ``quinn.eriksen97@corp.example``: the call failed on a value the user gave,
+    miscopied; the note names the task's own, once per argument.
+    """
+    words = {w for w in _TASK_TOKEN.findall(task) if len(w) >= 6}
+    notes: list[str] = []
+    for outcome in outcomes:
+        if not isinstance(outcome, CallRecord) or outcome.ok:
+            continue
+        for parameter, value in outcome.arguments.items():
+            if not isinstance(value, str) or value in words or len(value) < 6:
+                continue
+            close = [w for w in words if _alike(value, w)]
+            if len(close) == 1:
+                notes.append(
+                    f"Note: {outcome.name} failed with {parameter}={value!r}, which the task "
+                    f"writes as {close[0]!r}."
+                )
+    return notes
+
+
+def _alike(value: str, word: str) -> bool:
+    """Whether `value` is `word` miscopied: alike but for case, a sign or a letter or two."""
+    return difflib.SequenceMatcher(None, value.lower(), word.lower()).ratio() >= _NEAR
 
 
 def _failure_note(state: RunState, outcomes: Sequence[Outcome], config: LoopConfig) -> str | None:
