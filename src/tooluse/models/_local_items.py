@@ -97,8 +97,7 @@ def untaken_items(
                 number = _quantity(sentence, other.start())
                 if value in owed or _took(value, number, calls):
                     continue
-                for tool, arguments in _calls_taking(known.group(), calls):
-                    parameter = next(p for p, v in arguments.items() if _same(v, known.group()))
+                for tool, parameter, arguments in _calls_taking(known.group(), calls):
                     filled = [p for p, v in arguments.items() if _is_number(v)]
                     quantity = None
                     if number is not None and len(filled) == 1:
@@ -285,19 +284,18 @@ def _side_by_side(
 
 def _takers(value: str, calls: list[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, str]]:
     """The (tool, parameter) pairs whose calls took `value`, first call first."""
-    for tool, arguments in calls:
-        for parameter, given in arguments.items():
-            if _same(given, value):
-                yield tool, parameter
+    for tool, parameter, _ in _calls_taking(value, calls):
+        yield tool, parameter
 
 
 def _calls_taking(
     value: str, calls: list[tuple[str, dict[str, Any]]]
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The calls that took `value` for one of their parameters, first call first."""
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """The calls that took `value`: each tool, the parameter that took it, and its arguments."""
     for tool, arguments in calls:
-        if any(_same(given, value) for given in arguments.values()):
-            yield tool, arguments
+        for parameter, given in arguments.items():
+            if _same(given, value):
+                yield tool, parameter, arguments
 
 
 def _same(given: object, value: str) -> bool:
@@ -310,7 +308,7 @@ def _is_number(given: object) -> bool:
 
 def _took(value: str, number: float | None, calls: list[tuple[str, dict[str, Any]]]) -> bool:
     """Whether a call took `value`, and with it `number` where the call passed a number."""
-    for _, arguments in _calls_taking(value, calls):
+    for _, _, arguments in _calls_taking(value, calls):
         numbers = [given for given in arguments.values() if _is_number(given)]
         if number is None or not numbers or number in numbers:
             return True
