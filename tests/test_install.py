@@ -239,6 +239,28 @@ def test_an_agent_runs_and_its_trace_is_viewed_without_numpy_or_matplotlib(
     assert "smollm2-135m" in listed.stdout
 
 
+# --- a vendor's SDK is imported when its backend is built ------------------------------------
+
+
+def test_the_vendor_backends_import_their_sdk_only_when_built() -> None:
+    sdks = "sorted(m for m in sys.modules if m.partition('.')[0] in ('openai', 'anthropic'))"
+    proc = python(
+        "import json\n"
+        "from tooluse.models import AnthropicChat, OpenAIChat, resolve_model\n"
+        f"print(json.dumps({sdks}))\n"
+        "OpenAIChat('m', base_url='http://127.0.0.1:9/v1')\n"
+        f"print(json.dumps(sorted({{m.partition('.')[0] for m in {sdks}}})))\n"
+        "AnthropicChat('m', base_url='http://127.0.0.1:9')\n"
+        f"print(json.dumps(sorted({{m.partition('.')[0] for m in {sdks}}})))\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
+        [],
+        ["openai"],
+        ["anthropic", "openai"],
+    ]
+
+
 # --- durable runs are an extra -------------------------------------------------------------
 
 

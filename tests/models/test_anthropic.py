@@ -7,7 +7,6 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import anthropic
 import pytest
 
 from examples.seed_tools import toolbox as seed_tools
@@ -327,6 +326,8 @@ async def test_conversation_with_tool_results_is_sent_in_wire_shape(
 
 
 async def test_the_test_server_rejects_what_the_api_rejects(server: MessagesServer) -> None:
+    import anthropic
+
     client = anthropic.AsyncAnthropic(api_key="k", base_url=server.base_url, max_retries=0)
     dangling = [
         {"role": "user", "content": "Hi"},
@@ -522,6 +523,8 @@ async def test_529_repeatedly_is_a_server_error(server: MessagesServer) -> None:
     message_ = str(caught.value)
     assert "is overloaded (HTTP 529: Overloaded)" in message_
     assert "3 attempts" in message_
+    import anthropic
+
     assert isinstance(caught.value.__cause__, anthropic.InternalServerError)
 
 
@@ -535,6 +538,8 @@ async def test_429_repeatedly_is_a_rate_limit_error(server: MessagesServer) -> N
 
     assert len(server.requests) == 2
     assert "429 Too Many Requests: Number of requests exceeded" in str(caught.value)
+    import anthropic
+
     assert isinstance(caught.value.__cause__, anthropic.RateLimitError)
 
 
@@ -686,6 +691,8 @@ async def test_passed_client_is_used_without_its_retries_and_left_open(
     server: MessagesServer,
 ) -> None:
     server.fallback = Reply(500, error_body("boom", "api_error"))
+    import anthropic
+
     client = anthropic.AsyncAnthropic(
         api_key="sk-ant-client", base_url=server.base_url, max_retries=5
     )
@@ -865,6 +872,8 @@ async def test_dotted_tool_names_are_mapped_on_the_wire_and_back(server: Message
 
 
 async def test_the_test_server_refuses_a_name_the_api_refuses(server: MessagesServer) -> None:
+    import anthropic
+
     client = anthropic.AsyncAnthropic(api_key="k", base_url=server.base_url, max_retries=0)
     tool = {"name": "math.factorial", "input_schema": {"type": "object"}}
     with pytest.raises(anthropic.BadRequestError, match="should match pattern"):

@@ -7,7 +7,6 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import openai
 import pytest
 
 from tooluse._exceptions import (
@@ -438,6 +437,8 @@ async def test_429_repeatedly_is_a_rate_limit_error(server: ChatServer) -> None:
     assert "429" in message
     assert "Rate limit reached for gpt-test" in message
     assert "3 attempts" in message
+    import openai
+
     assert isinstance(caught.value.__cause__, openai.RateLimitError)
 
 
@@ -599,6 +600,8 @@ async def test_passed_client_is_used_without_its_retries_and_left_open(
     server: ChatServer,
 ) -> None:
     server.fallback = Reply(500, error_body("boom", "server_error"))
+    import openai
+
     client = openai.AsyncOpenAI(api_key="sk-client", base_url=server.base_url, max_retries=5)
     backend = OpenAIChat("gpt-test", client=client, max_retries=1, backoff=0.01)
 

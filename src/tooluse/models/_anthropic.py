@@ -30,9 +30,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from .._exceptions import (
     ModelRateLimitError,
@@ -54,10 +52,13 @@ from ._retry import (
 )
 from ._vendor import VendorModel, _StreamFault, how_far
 
+if TYPE_CHECKING:
+    import anthropic
+
 __all__ = ["AnthropicChat", "anthropic_messages"]
 
 
-class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
+class AnthropicChat(VendorModel["anthropic.AsyncAnthropic"]):
     """A Claude model reached through the official ``anthropic`` SDK.
 
     The key comes from `api_key`, else ``ANTHROPIC_API_KEY``; with neither, a
@@ -83,10 +84,6 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
     _base_url_var = "ANTHROPIC_BASE_URL"
     _keyless = "a gateway that needs none"
     _timeout_hint = "long replies may need a larger timeout=..."
-    _sdk_error = anthropic.AnthropicError
-    _sdk_timeout = anthropic.APITimeoutError
-    _sdk_unreachable = anthropic.APIConnectionError
-    _sdk_status = anthropic.APIStatusError
     _not_found_hint = "check the model name and base_url"
 
     def __init__(
@@ -105,6 +102,12 @@ class AnthropicChat(VendorModel[anthropic.AsyncAnthropic]):
     ) -> None:
         if max_tokens < 1:
             raise UsageError(f"max_tokens must be at least 1, not {max_tokens}")
+        import anthropic
+
+        self._sdk_error = anthropic.AnthropicError
+        self._sdk_timeout = anthropic.APITimeoutError
+        self._sdk_unreachable = anthropic.APIConnectionError
+        self._sdk_status = anthropic.APIStatusError
         super().__init__(
             model,
             connect=anthropic.AsyncAnthropic,

@@ -9,9 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ModelResponseError
 from .._messages import Usage, openai_messages, parse_openai_message
@@ -21,10 +19,13 @@ from ._base import CallDelta, DeltaSink, ModelRequest, ModelResponse, TextDelta
 from ._retry import Failure, excerpt, reply_object, server_message
 from ._vendor import VendorModel, _StreamFault, how_far
 
+if TYPE_CHECKING:
+    import openai
+
 __all__ = ["OpenAIChat"]
 
 
-class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
+class OpenAIChat(VendorModel["openai.AsyncOpenAI"]):
     """A chat-completions model reached through the official ``openai`` SDK.
 
     `base_url` points at any OpenAI-compatible server (``http://localhost:11434/v1``
@@ -56,10 +57,6 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
     _base_url_var = "OPENAI_BASE_URL"
     _keyless = "a local server"
     _timeout_hint = "slow local models may need a larger timeout=..."
-    _sdk_error = openai.OpenAIError
-    _sdk_timeout = openai.APITimeoutError
-    _sdk_unreachable = openai.APIConnectionError
-    _sdk_status = openai.APIStatusError
     _not_found_hint = "check the model name, and base_url (it usually ends in /v1)"
 
     def __init__(
@@ -77,6 +74,12 @@ class OpenAIChat(VendorModel[openai.AsyncOpenAI]):
         max_backoff: float = 30.0,
         vision: bool = False,
     ) -> None:
+        import openai
+
+        self._sdk_error = openai.OpenAIError
+        self._sdk_timeout = openai.APITimeoutError
+        self._sdk_unreachable = openai.APIConnectionError
+        self._sdk_status = openai.APIStatusError
         super().__init__(
             model,
             connect=openai.AsyncOpenAI,

@@ -112,10 +112,13 @@ class VendorModel(Model, Generic[ClientT]):
     _timeout_hint: ClassVar[str]
     #: The SDK's exceptions, which `_failure` judges: the base class of them all, and
     #: those for a request past the timeout, a server not reached and an error status.
-    _sdk_error: ClassVar[type[Exception]]
-    _sdk_timeout: ClassVar[type[Exception]]
-    _sdk_unreachable: ClassVar[type[Exception]]
-    _sdk_status: ClassVar[type[Exception]]
+    #: Set by each backend's constructor, which is where its SDK is imported: an SDK
+    #: takes up to a second and a half to import, and importing the backend's class
+    #: (as `tooluse.models` does for any of its names) should not cost that.
+    _sdk_error: type[Exception]
+    _sdk_timeout: type[Exception]
+    _sdk_unreachable: type[Exception]
+    _sdk_status: type[Exception]
     #: The advice when the server answers 404.
     _not_found_hint: ClassVar[str]
 
