@@ -46,6 +46,7 @@ from ..tools import Tool
 from ..tools._output import OutputTool
 from ._answercheck import NOTE_START, contradiction, echo
 from ._comparecheck import refuted_comparison
+from ._numbercheck import NUMBER_NOTE, GivenNumbers, unseen_numbers, written
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 from ._unitcheck import UnitMismatch, unit_mismatch
@@ -140,6 +141,10 @@ FAILED_SCRIPT_NOTE = (
 )
 
 
+#: How a note of `_numbercheck` is known again in a resumed run's messages.
+_NUMBER_NOTE_END = NUMBER_NOTE.split("}", 2)[-1][:40]
+
+
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
     max_rounds: int = 10
@@ -209,6 +214,10 @@ class RunState:
     calls_at_note: int = 0
     #: Whether the run has had the answer check's note.
     noted_answer: bool = False
+    #: The numbers the task, the user and the tools have given, for the note on a call
+    #: that takes others (`_numbercheck`); and whether the run has had that note.
+    given: GivenNumbers = field(default_factory=GivenNumbers)
+    noted_numbers: bool = False
     #: The messages again, for the requests to show without a copy each round
     #: (`messages` is handed out with the result, which may change it).
     sent: Conversation = field(default_factory=Conversation)
@@ -250,6 +259,9 @@ class RunState:
         # A run is noted once, across its pauses too.
         self.noted_answer = any(
             m.role == "user" and (m.content or "").startswith(NOTE_START) for m in result.messages
+        )
+        self.noted_numbers = any(
+            m.role == "user" and _NUMBER_NOTE_END in (m.content or "") for m in result.messages
         )
 
 
@@ -382,6 +394,8 @@ def _finish_turn(
 
     ``new`` are the outcomes not recorded yet (a resumed turn recorded the others).
     """
+    if config.check_answers and not state.noted_numbers:
+        state.given.update(state.messages)  # before this turn's results: none is a source
     # Each result is written out once, for the conversation and the cycle count alike.
     executed: list[tuple[CallRecord, str]] = []
     for outcome in outcomes:
@@ -414,6 +428,10 @@ def _finish_turn(
     if failing:
         more.append(failing)
     more.extend(_near_misses(outcomes, task))
+    if config.check_answers and not state.noted_numbers:
+        number = _number_note(state, outcomes)
+        if number is not None:
+            more.append(number)
     if more:
         state.add(Message("user", "\n".join(more)))
         if state.tracing:
@@ -751,6 +769,23 @@ def _near_misses(outcomes: Sequence[Outcome], task: str) -> list[str]:
                     f"writes as {close[0]!r}."
                 )
     return notes
+
+
+def _number_note(state: RunState, outcomes: Sequence[Outcome]) -> str | None:
+    """The note, once a run, for a call of the turn that ran on numbers nobody gave.
+
+    The round after it asks for a call, as after the other notes that ask for one: the
+    number is to be looked up.
+    """
+    for outcome in outcomes:
+        if not isinstance(outcome, CallRecord) or not outcome.ok:
+            continue
+        unseen = unseen_numbers(outcome.arguments, state.given.numbers)
+        if unseen:
+            state.noted_numbers = True
+            state.call_asked, state.calls_at_note = True, len(state.calls)
+            return NUMBER_NOTE.format(call=outcome.name, numbers=written(unseen))
+    return None
 
 
 def _alike(value: str, word: str) -> bool:

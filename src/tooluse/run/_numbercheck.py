@@ -1,0 +1,129 @@
+"""The numbers a call takes that nobody gave: a price, a rate or a factor assumed.
+
+A small model asked "what do 3 keyboards (SKU B200) cost in euros?" may call
+``calculate("(15.99 + 15.99 + 15.99) * 0.86")``: a price and an exchange rate of its
+own, where a tool would have looked both up. The call is valid and runs; what it
+computes is not a fact of the run. `unseen_numbers` finds such numbers, and the loop
+sends one note a run naming them (where answers are checked, `Agent(check_answers=...)`).
+
+A number counts as given when the task, the system prompt, an earlier user message
+or a tool result holds it, or it follows from those in one step: rounded; times a
+power of ten (15 % is 0.15, 100 µF is 0.0001 F, $1.2M is 1200000); as the factor of
+a percentage added or taken off (1.15, 0.85); or as the sum, difference, product or
+quotient of two of them, or of one of them and a small whole number (3 keyboards at
+49 are 147). Small whole numbers (up to 12) and the everyday constants 0.5, 24, 60,
+100 and 1000 are given too. Digits inside a word ("B200") are not numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from .._messages import Message
+
+__all__ = ["NUMBER_NOTE", "GivenNumbers", "unseen_numbers", "written"]
+
+#: The note for a call that took numbers nobody gave; ``{call}`` names the tool and
+#: ``{numbers}`` lists them.
+NUMBER_NOTE = (
+    "Note: {call} was called with {numbers}, which neither the task nor any tool result "
+    "gave. If a number stands for a fact (a price, a rate, a conversion factor, an "
+    "amount), get it from a tool instead of assuming it, then go on."
+)
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_COMMON = frozenset({*map(float, range(13)), 0.5, 24.0, 60.0, 100.0, 1000.0})
+#: Above this many given numbers, pairs are not tried (a long listing): no note.
+_MOST_FOR_PAIRS = 300
+
+
+def numbers_in(text: str) -> Iterator[float]:
+    """The numbers written in `text`, thousands separators aside."""
+    for match in _NUMBER.finditer(text):
+        yield float(match.group().replace(",", ""))
+
+
+def _argument_numbers(value: Any) -> Iterator[float]:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int | float):
+        if math.isfinite(value):
+            yield abs(float(value))
+    elif isinstance(value, str):
+        yield from numbers_in(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _argument_numbers(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _argument_numbers(item)
+
+
+class GivenNumbers:
+    """The numbers the conversation's non-model messages hold, read as messages come."""
+
+    __slots__ = ("_read", "numbers")
+
+    def __init__(self) -> None:
+        self.numbers: set[float] = set()
+        self._read = 0
+
+    def update(self, messages: Sequence[Message]) -> None:
+        """Read the messages added since the last update (the model's own are skipped)."""
+        for message in messages[self._read :]:
+            if message.role != "assistant" and message.content:
+                self.numbers.update(numbers_in(message.content))
+        self._read = len(messages)
+
+
+def _same(x: float, y: float) -> bool:
+    return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _scaled(x: float, y: float) -> bool:
+    """Whether `x` is `y` times a power of ten: a percentage, a unit's prefix (100 µF is
+    0.0001 F), a million written out ($1.2M)."""
+    if x == 0 or y == 0:
+        return False
+    power = math.log10(x / y)
+    return abs(power) <= 12 and _same(x, y * 10 ** round(power))
+
+
+def _follows(x: float, given: set[float]) -> bool:
+    """Whether `x` is given, or follows from the given numbers in one step."""
+    if x in _COMMON or x in given:
+        return True
+    for y in given:
+        if any(_same(x, round(y, digits)) for digits in range(4)):
+            return True
+        if _same(x, 1 + y / 100) or _same(x, 1 - y / 100) or _scaled(x, y):
+            return True
+    if len(given) > _MOST_FOR_PAIRS:
+        return True  # too many to pair: say nothing rather than guess
+    pool = sorted(given)
+    for i, a in enumerate(pool):
+        for b in (*pool[i:], *_COMMON):
+            if _same(x, a * b) or _same(x, round(a * b, 2)) or _same(x, a + b):
+                return True
+            if _same(x, abs(a - b)) or (b and _same(x, a / b)) or (a and _same(x, b / a)):
+                return True
+    return False
+
+
+def unseen_numbers(arguments: dict[str, Any], given: Iterable[float]) -> list[float]:
+    """The numbers in a call's `arguments` that do not follow from the `given` ones."""
+    known = set(given)
+    unseen: list[float] = []
+    for number in _argument_numbers(arguments):
+        if number not in unseen and not _follows(number, known):
+            unseen.append(number)
+    return unseen
+
+
+def written(numbers: Sequence[float]) -> str:
+    """``15.99 and 0.86``: the numbers as a note writes them."""
+    shown = [str(int(n)) if n.is_integer() else str(n) for n in numbers]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
