@@ -144,3 +144,41 @@ def test_no_note_where_answers_are_not_checked() -> None:
     result = Agent(model, Toolbox([check_stock, calculate])).run(TASK)
     assert result.status == "completed"
     assert [m for m in result.messages if m.role == "user"][1:] == []
+
+
+@tool
+def convert_units(value: float, from_unit: str, to_unit: str) -> float:
+    """Convert a value between units.
+
+    Args:
+        value: The value
+        from_unit: The unit it is in, e.g. 'C'
+        to_unit: The unit to convert to, e.g. 'F'
+    """
+    assert (from_unit, to_unit) == ("C", "F")
+    return round(value * 9 / 5 + 32, 4)
+
+
+def test_a_formula_worked_beside_the_tool_that_gives_the_same_result_gets_no_note() -> None:
+    task = "What is 18 degrees Celsius in Fahrenheit?"
+    together = {
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a) in enumerate(
+                [
+                    ("convert_units", {"value": 18, "from_unit": "C", "to_unit": "F"}),
+                    ("calculate", {"expression": "18 * 9 / 5 + 32"}),
+                ]
+            )
+        ]
+    }
+    tools = Toolbox([convert_units, calculate])
+    model = ScriptedModel([together, {"content": "18 °C is 64.4 °F."}])
+    result = Agent(model, tools, check_answers=True).run(task)
+    assert [c.result for c in result.calls] == [64.4, 64.4]
+    assert [m for m in result.messages if m.role == "user"][1:] == []
+    # Alone, the same formula took 32 from nowhere: the note names it.
+    model = ScriptedModel([call("c1", "calculate", expression="18 * 9 / 5 + 32"), "64.4 °F."])
+    result = Agent(model, tools, check_answers=True).run(task)
+    notes = [m.content for m in result.messages if m.role == "user"][1:]
+    assert len(notes) == 1 and notes[0].startswith("Note: calculate was called with 32, which")

@@ -24,7 +24,7 @@ from typing import Any
 
 from .._messages import Message
 
-__all__ = ["NUMBER_NOTE", "GivenNumbers", "unseen_numbers", "written"]
+__all__ = ["NUMBER_NOTE", "GivenNumbers", "numbers_in", "unseen_numbers", "written"]
 
 #: The note for a call that took numbers nobody gave; ``{call}`` names the tool and
 #: ``{numbers}`` lists them.
