@@ -182,3 +182,30 @@ def test_a_formula_worked_beside_the_tool_that_gives_the_same_result_gets_no_not
     result = Agent(model, tools, check_answers=True).run(task)
     notes = [m.content for m in result.messages if m.role == "user"][1:]
     assert len(notes) == 1 and notes[0].startswith("Note: calculate was called with 32, which")
+
+
+@tool
+def census(area: str, year: int = 2000) -> dict[str, Any]:
+    """The population of an area in a census year.
+
+    Args:
+        area: The city, state or country
+        year: The census year (1990, 2000, 2010 or 2020)
+    """
+    return {"area": area, "year": year, "population": 8_008_278}
+
+
+def test_a_number_the_tools_definition_states_is_given() -> None:
+    model = ScriptedModel([call("c1", "census", area="New York City", year=2000), "8,008,278."])
+    result = Agent(model, Toolbox([census]), check_answers=True).run(
+        "What was the population of New York City?"
+    )
+    assert result.status == "completed"
+    assert [m for m in result.messages if m.role == "user"][1:] == []
+    # A year the definition does not state is a number nobody gave.
+    model = ScriptedModel([call("c1", "census", area="New York City", year=2005), "8,1 million"])
+    result = Agent(model, Toolbox([census]), check_answers=True).run(
+        "What was the population of New York City?"
+    )
+    notes = [m.content for m in result.messages if m.role == "user"][1:]
+    assert len(notes) == 1 and notes[0].startswith("Note: census was called with 2005, which")

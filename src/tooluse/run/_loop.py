@@ -994,6 +994,10 @@ def agent_flow(
     a reply in plain text is told so, and the rounds go on.
     """
     first = 1
+    if config.check_answers:
+        # A number a tool's own definition states (a default, a range) is given too.
+        for t in (*prepared.tools, *prepared.described_tools):
+            state.given.numbers.update(numbers_in(_tool_text(t)))
     if paused is not None:
         state.paused = None
         since = len(state.calls)

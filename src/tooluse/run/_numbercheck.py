@@ -6,13 +6,15 @@ own, where a tool would have looked both up. The call is valid and runs; what it
 computes is not a fact of the run. `unseen_numbers` finds such numbers, and the loop
 sends one note a run naming them (where answers are checked, `Agent(check_answers=...)`).
 
-A number counts as given when the task, the system prompt, an earlier user message
-or a tool result holds it, or it follows from those in one step: rounded; times a
-power of ten (15 % is 0.15, 100 µF is 0.0001 F, $1.2M is 1200000); as the factor of
-a percentage added or taken off (1.15, 0.85); or as the sum, difference, product or
-quotient of two of them, or of one of them and a small whole number (3 keyboards at
-49 are 147). Small whole numbers (up to 12) and the everyday constants 0.5, 24, 60,
-100 and 1000 are given too. Digits inside a word ("B200") are not numbers.
+A number counts as given when the task, the system prompt, an earlier user message,
+a tool's definition (a default, a range) or a tool result holds it, or it follows
+from those in one step: rounded; times a power of ten (15 % is 0.15, 100 µF is
+0.0001 F, $1.2M is 1200000); as the factor of a percentage added or taken off (1.15,
+0.85); or as the sum, difference, product or quotient of two of them (3 keyboards at
+49 are 147), or of one of them and 12, 24, 60, 100 or 1000 (11 PM is 23, an hour and
+a half is 90 minutes). Small whole numbers (up to 12) and the everyday constants
+0.5, 24, 60, 100 and 1000 are given too. Digits inside a word ("B200") are not
+numbers.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ NUMBER_NOTE = (
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _COMMON = frozenset({*map(float, range(13)), 0.5, 24.0, 60.0, 100.0, 1000.0})
+#: The constants a given number is scaled or shifted by in one step (an hour and a
+#: half is 90 minutes, 11 PM is 23).
+_SCALES = (12.0, 24.0, 60.0, 100.0, 1000.0)
 #: Above this many given numbers, pairs are not tried (a long listing): no note.
 _MOST_FOR_PAIRS = 300
 
@@ -105,7 +110,7 @@ def _follows(x: float, given: set[float]) -> bool:
         return True  # too many to pair: say nothing rather than guess
     pool = sorted(given)
     for i, a in enumerate(pool):
-        for b in (*pool[i:], *_COMMON):
+        for b in (*pool[i:], *_SCALES):
             if _same(x, a * b) or _same(x, round(a * b, 2)) or _same(x, a + b):
                 return True
             if _same(x, abs(a - b)) or (b and _same(x, a / b)) or (a and _same(x, b / a)):
