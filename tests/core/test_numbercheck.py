@@ -209,3 +209,12 @@ def test_a_number_the_tools_definition_states_is_given() -> None:
     )
     notes = [m.content for m in result.messages if m.role == "user"][1:]
     assert len(notes) == 1 and notes[0].startswith("Note: census was called with 2005, which")
+
+
+def test_a_note_names_five_numbers_at_most_and_a_long_listing_gets_none() -> None:
+    assumed = {"prices": [round(10.01 * n + 0.37, 2) for n in range(1, 40)]}
+    assert unseen_numbers(assumed, {3.0}) == [10.38, 20.39, 30.4, 40.41, 50.42]
+    # Past 200 given numbers (a long listing), nothing is paired and no note is sent.
+    listing = {1000.0 + 7.3 * n for n in range(201)}
+    assert unseen_numbers({"price": 15.99}, listing) == []
+    assert unseen_numbers({"price": 15.99}, set(list(listing)[:200])) == [15.99]

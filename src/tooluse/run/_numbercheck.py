@@ -42,7 +42,10 @@ _COMMON = frozenset({*map(float, range(13)), 0.5, 24.0, 60.0, 100.0, 1000.0})
 #: half is 90 minutes, 11 PM is 23).
 _SCALES = (12.0, 24.0, 60.0, 100.0, 1000.0)
 #: Above this many given numbers, pairs are not tried (a long listing): no note.
-_MOST_FOR_PAIRS = 300
+_MOST_FOR_PAIRS = 200
+#: How many of a call's numbers are read, and how many a note names at the most.
+_MOST_READ = 50
+_MOST_NAMED = 5
 
 
 def numbers_in(text: str) -> Iterator[float]:
@@ -97,8 +100,13 @@ def _scaled(x: float, y: float) -> bool:
     return abs(power) <= 12 and _same(x, y * 10 ** round(power))
 
 
-def _follows(x: float, given: set[float]) -> bool:
-    """Whether `x` is given, or follows from the given numbers in one step."""
+def _key(value: float) -> float:
+    """`value` to nine significant digits: how two ways of reaching a number meet."""
+    return float(f"{value:.9g}")
+
+
+def _given_alone(x: float, given: set[float]) -> bool:
+    """Whether `x` is given, or follows from one given number."""
     if x in _COMMON or x in given:
         return True
     for y in given:
@@ -106,24 +114,43 @@ def _follows(x: float, given: set[float]) -> bool:
             return True
         if _same(x, 1 + y / 100) or _same(x, 1 - y / 100) or _scaled(x, y):
             return True
-    if len(given) > _MOST_FOR_PAIRS:
-        return True  # too many to pair: say nothing rather than guess
-    pool = sorted(given)
-    for i, a in enumerate(pool):
-        for b in (*pool[i:], *_SCALES):
-            if _same(x, a * b) or _same(x, round(a * b, 2)) or _same(x, a + b):
-                return True
-            if _same(x, abs(a - b)) or (b and _same(x, a / b)) or (a and _same(x, b / a)):
-                return True
     return False
 
 
+def _from_two(given: set[float]) -> set[float]:
+    """What follows from two given numbers, or one and a scale, in one step (as `_key`s)."""
+    pool = sorted(given)
+    made: set[float] = set()
+    for i, a in enumerate(pool):
+        for b in (*pool[i:], *_SCALES):
+            product = a * b
+            made.update(map(_key, (product, round(product, 2), a + b, abs(a - b))))
+            if b:
+                made.add(_key(a / b))
+            if a:
+                made.add(_key(b / a))
+    return made
+
+
 def unseen_numbers(arguments: dict[str, Any], given: Iterable[float]) -> list[float]:
-    """The numbers in a call's `arguments` that do not follow from the `given` ones."""
+    """The numbers in a call's `arguments` that do not follow from the `given` ones.
+
+    At most `_MOST_NAMED` are named, from the first `_MOST_READ` numbers of the call;
+    above `_MOST_FOR_PAIRS` given numbers (a long listing) none is.
+    """
     known = set(given)
+    pairs: set[float] | None = None
     unseen: list[float] = []
-    for number in _argument_numbers(arguments):
-        if number not in unseen and not _follows(number, known):
+    for read, number in enumerate(_argument_numbers(arguments)):
+        if read == _MOST_READ or len(unseen) == _MOST_NAMED:
+            break
+        if number in unseen or _given_alone(number, known):
+            continue
+        if len(known) > _MOST_FOR_PAIRS:
+            return []  # too many to pair: say nothing rather than guess
+        if pairs is None:
+            pairs = _from_two(known)
+        if _key(number) not in pairs:
             unseen.append(number)
     return unseen
 
