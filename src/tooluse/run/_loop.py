@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,7 +46,14 @@ from ..tools import Tool
 from ..tools._output import OutputTool
 from ._answercheck import NOTE_START, contradiction, echo
 from ._comparecheck import refuted_comparison
-from ._numbercheck import NUMBER_NOTE, GivenNumbers, numbers_in, unseen_numbers, written
+from ._numbercheck import (
+    NUMBER_NOTE,
+    GivenNumbers,
+    found_already,
+    numbers_in,
+    unseen_numbers,
+    written,
+)
 from ._result import RunResult, RunStatus, RunUsage
 from ._state import Paused, PausedPlan, PausedScript, PausedTurn
 from ._unitcheck import UnitMismatch, unit_mismatch
@@ -783,21 +789,12 @@ def _number_note(state: RunState, outcomes: Sequence[Outcome]) -> str | None:
     ran = [o for o in outcomes if isinstance(o, CallRecord) and o.ok]
     for outcome in ran:
         unseen = unseen_numbers(outcome.arguments, state.given.numbers)
-        if unseen and not _found_already(outcome, ran, state.given.numbers):
+        others = [o.content for o in ran if o is not outcome]
+        if unseen and not found_already(outcome.content, others, state.given.numbers):
             state.noted_numbers = True
             state.call_asked, state.calls_at_note = True, len(state.calls)
             return NUMBER_NOTE.format(call=outcome.name, numbers=written(unseen))
     return None
-
-
-def _found_already(call: CallRecord, turn: Sequence[CallRecord], given: set[float]) -> bool:
-    """Whether `call` returned one number, which the run was given or another call of
-    the turn returned too."""
-    [*returned] = numbers_in(call.content)
-    if len(returned) != 1:
-        return False
-    others = {n for o in turn if o is not call for n in numbers_in(o.content)}
-    return any(math.isclose(returned[0], n, rel_tol=1e-6) for n in (*given, *others))
 
 
 def _alike(value: str, word: str) -> bool:

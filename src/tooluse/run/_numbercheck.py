@@ -26,7 +26,14 @@ from typing import Any
 
 from .._messages import Message
 
-__all__ = ["NUMBER_NOTE", "GivenNumbers", "numbers_in", "unseen_numbers", "written"]
+__all__ = [
+    "NUMBER_NOTE",
+    "GivenNumbers",
+    "found_already",
+    "numbers_in",
+    "unseen_numbers",
+    "written",
+]
 
 #: The note for a call that took numbers nobody gave; ``{call}`` names the tool and
 #: ``{numbers}`` lists them.
@@ -153,6 +160,17 @@ def unseen_numbers(arguments: dict[str, Any], given: Iterable[float]) -> list[fl
         if _key(number) not in pairs:
             unseen.append(number)
     return unseen
+
+
+def found_already(result: str, others: Iterable[str], given: Iterable[float]) -> bool:
+    """Whether a call's `result` is one number that the run was `given`, or that the
+    `others` (the results of the other calls of its turn) hold too: a formula worked
+    beside the conversion tool found nothing new, whatever it took."""
+    [*returned] = numbers_in(result)
+    if len(returned) != 1:
+        return False
+    seen = [*given, *(n for text in others for n in numbers_in(text))]
+    return any(math.isclose(returned[0], n, rel_tol=1e-6) for n in seen)
 
 
 def written(numbers: Sequence[float]) -> str:
